@@ -375,6 +375,8 @@ class VisionTransformer(nn.Module):
         """All initialisation happens here, following timm's default ("") scheme:
         pos_embed trunc-normal std 0.02, cls_token normal std 1e-6, every Linear trunc-normal
         std 0.02 with zero bias; LayerNorm (1, 0) and the patch Conv2d keep PyTorch's defaults.
+        As in timm, the truncation bounds are trunc_normal_'s defaults, +-2 in absolute value,
+        so at std 0.02 nothing is cut: in effect a plain normal.
         (For fine-tuning the paper zero-initialises a fresh head: ``nn.init.zeros_`` on it.)"""
         if isinstance(self.pos_embed, nn.Parameter):
             nn.init.trunc_normal_(self.pos_embed, std=0.02)

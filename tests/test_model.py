@@ -1,0 +1,388 @@
+"""The reference ViT: exact sizes, timm layout, equivalences, errors, checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from vitbook.model import (
+    PRESETS,
+    Attention,
+    VisionTransformer,
+    ViTConfig,
+    load_pretrained,
+    preset,
+    scaled_dot_product,
+)
+
+SMALL = ViTConfig(image_size=32, patch_size=8, dim=24, depth=2, heads=3, num_classes=5)
+
+
+def build(cfg: ViTConfig, *, seed: int = 0, dtype: torch.dtype = torch.float32):
+    torch.manual_seed(seed)
+    return VisionTransformer(cfg=cfg).to(dtype).eval()
+
+
+def on_meta(cfg: ViTConfig) -> VisionTransformer:
+    with torch.device("meta"):
+        return VisionTransformer(cfg=cfg)
+
+
+# ---------------------------------------------------------------- sizes
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("vit-ti/16", 5_717_416),
+        ("vit-s/16", 22_050_664),
+        ("vit-b/16", 86_567_656),
+        ("vit-l/16", 304_326_632),
+        ("vit-l/32", 306_535_400),
+        ("vit-h/14", 632_045_800),
+        ("tinyvit8", 26_538),
+    ],
+)
+def test_exact_param_counts(name: str, expected: int) -> None:
+    assert on_meta(preset(name)).num_params() == expected
+
+
+def test_vit_h14_without_head() -> None:
+    assert on_meta(preset("vit-h/14", num_classes=0)).num_params() == 630_764_800
+
+
+def test_b16_components_from_the_model() -> None:
+    m = on_meta(preset("vit-b/16"))
+
+    def count(mod: nn.Module) -> int:
+        return sum(p.numel() for p in mod.parameters())
+
+    blk = m.blocks[0]
+    assert count(m.patch_embed) == 590_592
+    assert m.pos_embed.numel() == 151_296
+    assert m.cls_token.numel() == 768
+    assert count(blk.attn.qkv) == 1_771_776
+    assert count(blk.attn.proj) == 590_592
+    assert count(blk.attn) == 2_362_368
+    assert count(blk.mlp) == 4_722_432
+    assert count(blk.norm1) + count(blk.norm2) == 3_072
+    assert count(blk) == 7_087_872
+    assert count(m.norm) == 1_536
+    assert count(m.head) == 769_000
+
+
+def test_config_properties_and_presets() -> None:
+    cfg = preset("vit-b/16")
+    assert (cfg.grid, cfg.num_patches, cfg.seq_len, cfg.head_dim, cfg.mlp_dim) == (
+        (14, 14),
+        196,
+        197,
+        64,
+        3072,
+    )
+    assert preset("vit-b/16", image_size=384).seq_len == 577
+    face = preset("face")
+    assert (face.grid, face.dim, face.heads, face.depth, face.in_chans) == ((7, 7), 8, 2, 2, 3)
+    t8 = preset("TinyViT8")
+    assert (t8.grid, t8.in_chans, t8.dim, t8.num_classes, t8.mlp_ratio) == ((2, 2), 1, 32, 10, 4)
+    assert set(PRESETS) >= {"vit-ti/16", "vit-s/16", "vit-b/32", "vit-l/32", "vit-h/14"}
+    ns = ViTConfig(image_size=(32, 48), patch_size=8, dim=16, depth=1, heads=2)
+    assert (ns.grid, ns.num_patches) == ((4, 6), 24)
+
+
+# ---------------------------------------------------------------- timm layout
+
+
+def timm_layout(depth: int, D: int, C: int, P: int, T: int, M: int, K: int) -> dict:
+    keys = {
+        "cls_token": (1, 1, D),
+        "pos_embed": (1, T, D),
+        "patch_embed.proj.weight": (D, C, P, P),
+        "patch_embed.proj.bias": (D,),
+    }
+    for i in range(depth):
+        b = f"blocks.{i}."
+        keys |= {
+            b + "norm1.weight": (D,),
+            b + "norm1.bias": (D,),
+            b + "attn.qkv.weight": (3 * D, D),
+            b + "attn.qkv.bias": (3 * D,),
+            b + "attn.proj.weight": (D, D),
+            b + "attn.proj.bias": (D,),
+            b + "norm2.weight": (D,),
+            b + "norm2.bias": (D,),
+            b + "mlp.fc1.weight": (M, D),
+            b + "mlp.fc1.bias": (M,),
+            b + "mlp.fc2.weight": (D, M),
+            b + "mlp.fc2.bias": (D,),
+        }
+    keys |= {"norm.weight": (D,), "norm.bias": (D,), "head.weight": (K, D), "head.bias": (K,)}
+    return keys
+
+
+def test_state_dict_matches_timm_layout_b16() -> None:
+    sd = on_meta(preset("vit-b/16")).state_dict()
+    got = {k: tuple(v.shape) for k, v in sd.items()}
+    assert got == timm_layout(12, 768, 3, 16, 197, 3072, 1000)
+    order = list(got)
+    assert order[:4] == [
+        "cls_token",
+        "pos_embed",
+        "patch_embed.proj.weight",
+        "patch_embed.proj.bias",
+    ]
+    assert order[-4:] == ["norm.weight", "norm.bias", "head.weight", "head.bias"]
+
+
+def test_sincos_table_is_a_fixed_buffer_under_timm_key() -> None:
+    m = build(dataclasses.replace(SMALL, pos_embed="sincos2d"))
+    assert "pos_embed" in m.state_dict() and "pos_embed" not in dict(m.named_parameters())
+    assert torch.all(m.pos_embed[0, 0] == 0)  # CLS row is zero
+    learned = build(SMALL)
+    assert learned.num_params() - m.num_params() == SMALL.seq_len * SMALL.dim
+    none = build(dataclasses.replace(SMALL, pos_embed="none"))
+    assert "pos_embed" not in none.state_dict() and none.pos_embed is None
+
+
+def test_init_follows_timm() -> None:
+    m = build(preset("vit-s/16"))
+    assert 0.018 < m.pos_embed.std().item() < 0.022
+    # timm calls trunc_normal_(std=0.02) with the default cut-offs a=-2, b=2, which are
+    # absolute values, not standard deviations: at std 0.02 nothing is actually cut.
+    assert 0.04 < m.pos_embed.abs().max().item() < 0.2
+    assert m.cls_token.std().item() < 1e-5
+    w = m.blocks[0].mlp.fc1.weight
+    assert 0.018 < w.std().item() < 0.022
+    assert torch.all(m.blocks[0].attn.qkv.bias == 0) and torch.all(m.head.bias == 0)
+    assert torch.all(m.norm.weight == 1) and torch.all(m.norm.bias == 0)
+
+
+# ---------------------------------------------------------------- equivalences
+
+
+def test_patch_embed_conv_equals_flatten_then_linear() -> None:
+    m = build(SMALL)
+    x = torch.randn(2, 3, 32, 32)
+    P, D = SMALL.patch_size, SMALL.dim
+    patches = x.reshape(2, 3, 4, P, 4, P).permute(0, 2, 4, 1, 3, 5)  # (B, gh, gw, C, P, P)
+    patches = patches.reshape(2, 16, 3 * P * P)  # (B, N, C*P*P)
+    lin = nn.Linear(3 * P * P, D)
+    with torch.no_grad():
+        lin.weight.copy_(m.patch_embed.proj.weight.reshape(D, -1))
+        lin.bias.copy_(m.patch_embed.proj.bias)
+        diff = (m.patch_embed(x) - lin(patches)).abs().max().item()
+    assert diff < 1e-5
+
+
+def shuffle_patches(x: torch.Tensor, P: int, perm: torch.Tensor) -> torch.Tensor:
+    B, C, H, W = x.shape
+    gh, gw = H // P, W // P
+    p = x.reshape(B, C, gh, P, gw, P).permute(0, 2, 4, 1, 3, 5).reshape(B, gh * gw, C, P, P)
+    p = p[:, perm]  # (B, N, C, P, P) in a new order
+    return p.reshape(B, gh, gw, C, P, P).permute(0, 3, 1, 4, 2, 5).reshape(B, C, H, W)
+
+
+def test_without_positions_shuffling_patches_leaves_cls_unchanged() -> None:
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 32, 32, dtype=torch.float64)
+    perm = torch.randperm(SMALL.num_patches)
+    bag = build(dataclasses.replace(SMALL, pos_embed="none"), dtype=torch.float64)
+    with torch.no_grad():
+        a, b = bag(x), bag(shuffle_patches(x, 8, perm))
+    assert (a - b).abs().max().item() < 1e-6
+    # The same model with a learned table: switch it off, then on.
+    m = build(SMALL, dtype=torch.float64)
+    with torch.no_grad():
+        for p in m.parameters():  # weights as far from uniform attention as a trained model's
+            p.normal_(std=0.5)
+        off = m(x, use_pos_embed=False) - m(shuffle_patches(x, 8, perm), use_pos_embed=False)
+        on = m(x) - m(shuffle_patches(x, 8, perm))
+    assert off.abs().max().item() < 1e-6
+    assert on.abs().max().item() > 1e-3
+
+
+def test_block_equals_torch_transformer_encoder_layer() -> None:
+    m = build(SMALL)
+    blk = m.blocks[0]
+    D, H, M = SMALL.dim, SMALL.heads, SMALL.mlp_dim
+    ref = nn.TransformerEncoderLayer(
+        D, H, M, dropout=0.0, activation="gelu", batch_first=True, norm_first=True,
+        layer_norm_eps=1e-6,
+    )  # fmt: skip
+    with torch.no_grad():
+        ref.self_attn.in_proj_weight.copy_(blk.attn.qkv.weight)
+        ref.self_attn.in_proj_bias.copy_(blk.attn.qkv.bias)
+        ref.self_attn.out_proj.weight.copy_(blk.attn.proj.weight)
+        ref.self_attn.out_proj.bias.copy_(blk.attn.proj.bias)
+        for ours, theirs in [(blk.mlp.fc1, ref.linear1), (blk.mlp.fc2, ref.linear2),
+                             (blk.norm1, ref.norm1), (blk.norm2, ref.norm2)]:  # fmt: skip
+            theirs.weight.copy_(ours.weight)
+            theirs.bias.copy_(ours.bias)
+    x = torch.randn(3, SMALL.seq_len, D)
+    ref.train()  # the plain path (dropout is 0)
+    diff_train = (blk(x)[0] - ref(x)).abs().max().item()
+    ref.eval()
+    with torch.no_grad():  # the fused inference fast path
+        diff_eval = (blk(x)[0] - ref(x)).abs().max().item()
+    assert diff_train < 1e-5 and diff_eval < 1e-5
+
+
+def test_fast_and_explicit_attention_agree() -> None:
+    torch.manual_seed(0)
+    attn = Attention(dim=48, heads=4)
+    x = torch.randn(2, 17, 48)
+    with torch.no_grad():
+        fast, none = attn(x)
+        slow, w = attn(x, return_weights=True)
+    assert none is None and w.shape == (2, 4, 17, 17)
+    assert (fast - slow).abs().max().item() < 1e-6
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 4, 17))
+    # And the whole model, fused against explicit.
+    m = build(SMALL)
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        fused = m(x)
+        m.set_fused_attn(False)
+        explicit = m(x)
+    assert (fused - explicit).abs().max().item() < 1e-6
+
+
+def test_worked_attention_example() -> None:
+    q = torch.tensor([[1.0, 0, 1, 0]])
+    k = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]])
+    v = torch.tensor([[10.0, 0], [0, 10], [5, 5]])
+    out, w = scaled_dot_product(q, k, v)
+    assert torch.allclose(w, torch.tensor([[0.5065, 0.1863, 0.3072]]), atol=5e-5)
+    assert torch.allclose(out, torch.tensor([[6.601, 3.399]]), atol=5e-4)
+    _, w_raw = scaled_dot_product(q, k, v, scale=False)
+    # e^2 / (e^2 + 1 + e) = 0.665241: the seed documents print 0.6653, one off in the last digit.
+    assert torch.allclose(w_raw, torch.tensor([[0.6652, 0.0900, 0.2447]]), atol=5e-5)
+    assert abs(w_raw[0, 0].item() - 0.6653) < 1e-4
+    # Any leading shape works.
+    out4, w4 = scaled_dot_product(torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8),
+                                  torch.randn(2, 3, 7, 6))  # fmt: skip
+    assert out4.shape == (2, 3, 5, 6) and w4.shape == (2, 3, 5, 7)
+
+
+def test_intermediates_shapes_and_consistency() -> None:
+    m = build(SMALL)
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        out = m(x, return_intermediates=True)
+        logits = m(x)
+    B, N, T, D, H = 2, 16, 17, 24, 3
+    assert out["patches"].shape == (B, N, D)
+    assert out["with_cls"].shape == out["with_pos"].shape == (B, T, D)
+    assert [t.shape for t in out["blocks"]] == [(B, T, D)] * 2
+    assert [t.shape for t in out["attn"]] == [(B, H, T, T)] * 2
+    assert out["encoded"].shape == (B, T, D) and out["pooled"].shape == (B, D)
+    torch.testing.assert_close(out["with_cls"][:, 1:], out["patches"])
+    torch.testing.assert_close(out["with_pos"], out["with_cls"] + m.pos_embed)
+    torch.testing.assert_close(out["pooled"], out["encoded"][:, 0])
+    assert (out["logits"] - logits).abs().max().item() < 1e-6
+    no_attn = m.forward_intermediates(x, attn=False)
+    assert no_attn["attn"] == [] and len(no_attn["blocks"]) == 2
+
+
+def test_mean_pool_and_non_square_images() -> None:
+    cfg = ViTConfig(image_size=(16, 32), patch_size=8, dim=16, depth=1, heads=2, num_classes=3,
+                    pool="mean")  # fmt: skip
+    m = build(cfg)
+    with torch.no_grad():
+        out = m.forward_intermediates(torch.randn(2, 3, 16, 32))
+    assert out["patches"].shape == (2, 8, 16) and out["logits"].shape == (2, 3)
+    torch.testing.assert_close(out["pooled"], out["encoded"][:, 1:].mean(1))
+
+
+def test_features_only_when_no_classes() -> None:
+    m = build(dataclasses.replace(SMALL, num_classes=0))
+    assert m(torch.randn(1, 3, 32, 32)).shape == (1, SMALL.dim)
+
+
+# ---------------------------------------------------------------- errors name the fix
+
+
+def test_error_image_not_divisible_by_patch() -> None:
+    msg = "225x225 is not divisible by patch size 16; resize to 224 or 240"
+    with pytest.raises(ValueError, match=msg):
+        ViTConfig(image_size=225)
+    with pytest.raises(ValueError, match="resize to 224x224 or 240x240"):
+        ViTConfig(image_size=(225, 230))
+
+
+def test_error_dim_not_divisible_by_heads() -> None:
+    with pytest.raises(ValueError, match="dim 100 is not divisible by heads 3; use dim 99 or 102"):
+        ViTConfig(dim=100, heads=3)
+
+
+def test_error_wrong_channel_count_at_forward() -> None:
+    m = build(SMALL)
+    with pytest.raises(ValueError, match=r"1 channels but the model expects 3; convert grayscale"):
+        m(torch.randn(1, 1, 32, 32))
+    with pytest.raises(ValueError, match="build the model with in_chans=4"):
+        m(torch.randn(1, 4, 32, 32))
+
+
+def test_error_wrong_image_size_at_forward() -> None:
+    m = build(SMALL)
+    with pytest.raises(ValueError, match="resize it to 32x32.*interpolate_pos_embed"):
+        m(torch.randn(1, 3, 64, 64))
+    with pytest.raises(ValueError, match="not divisible by patch size 8; resize to 32x32"):
+        m(torch.randn(1, 3, 30, 30))
+    with pytest.raises(ValueError, match=r"add a batch dimension"):
+        m(torch.randn(3, 32, 32))
+
+
+def test_error_bad_options() -> None:
+    with pytest.raises(ValueError, match="use 'cls' or 'mean'"):
+        ViTConfig(pool="max")
+    with pytest.raises(ValueError, match="use 'learned', 'sincos2d' or 'none'"):
+        ViTConfig(pos_embed="rope")
+    with pytest.raises(ValueError, match="use dim 20 or 24"):
+        ViTConfig(dim=22, heads=2, pos_embed="sincos2d")
+    with pytest.raises(ValueError, match="use one of face, tinyvit8"):
+        preset("vit-g/14")
+
+
+def test_error_pos_table_length_mismatch_when_loading(tmp_path) -> None:
+    torch.save(build(SMALL).state_dict(), tmp_path / "small.pth")
+    bigger = build(dataclasses.replace(SMALL, image_size=48))
+    with pytest.raises(ValueError, match=r"pos_embed: file \(1, 17, 24\) vs model \(1, 37, 24\)"):
+        load_pretrained(bigger, tmp_path / "small.pth")
+    with pytest.raises(ValueError, match="interpolate_pos_embed"):
+        load_pretrained(bigger, tmp_path / "small.pth")
+    report = load_pretrained(bigger, tmp_path / "small.pth", strict=False)
+    assert [k for k, _, _ in report.mismatched] == ["pos_embed"] and not report.missing
+
+
+def test_error_checkpoint_keys_missing(tmp_path) -> None:
+    sd = build(SMALL).state_dict()
+    sd.pop("head.weight")
+    sd["fc_norm.weight"] = torch.ones(24)
+    torch.save(sd, tmp_path / "odd.pth")
+    with pytest.raises(ValueError, match=r"(?s)missing in the file.*head\.weight.*fc_norm\.weight"):
+        load_pretrained(build(SMALL), tmp_path / "odd.pth")
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".pth"])
+def test_checkpoint_round_trip(tmp_path, suffix: str) -> None:
+    a, b = build(SMALL, seed=1), build(SMALL, seed=2)
+    path = tmp_path / f"vit{suffix}"
+    if suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file(a.state_dict(), str(path))
+    else:
+        torch.save({"model": a.state_dict()}, path)  # wrapped, as many checkpoints are
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert not torch.equal(a(x), b(x))
+        report = load_pretrained(b, path)
+        assert report.ok
+        assert torch.equal(a(x), b(x))
