@@ -222,10 +222,11 @@ class PatchEmbed(nn.Module):
     """
 
     def __init__(self, *, patch_size: int, in_chans: int, dim: int) -> None:
-        """Args:
-        patch_size: P.
-        in_chans: C.
-        dim: D.
+        """
+        Args:
+            patch_size: P.
+            in_chans: C.
+            dim: D.
         """
         super().__init__()
         self.proj = nn.Conv2d(in_chans, dim, kernel_size=patch_size, stride=patch_size)
@@ -240,11 +241,12 @@ class Attention(nn.Module):
     """Multi-head self-attention, MSA in Eq. 2 (Vaswani et al. Eq. 1 per head)."""
 
     def __init__(self, *, dim: int, heads: int, qkv_bias: bool = True, fused: bool = True) -> None:
-        """Args:
-        dim: D, the token width.
-        heads: number of heads; each works in Dh = D / heads dims.
-        qkv_bias: bias in the qkv projection.
-        fused: use ``F.scaled_dot_product_attention`` when the weights are not needed.
+        """
+        Args:
+            dim: D, the token width.
+            heads: number of heads; each works in Dh = D / heads dims.
+            qkv_bias: bias in the qkv projection.
+            fused: use ``F.scaled_dot_product_attention`` when the weights are not needed.
         """
         super().__init__()
         self.heads = heads
@@ -257,7 +259,9 @@ class Attention(nn.Module):
     def forward(
         self, x: torch.Tensor, *, return_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Args:
+        """Attend: each token gathers the values of the tokens its query matches.
+
+        Args:
             x: tokens (B, T, D).
             return_weights: take the explicit path and return the attention weights.
 
@@ -285,9 +289,10 @@ class Mlp(nn.Module):
     """The block's MLP: two Linear layers with exact (erf) GELU between them (Eq. 3)."""
 
     def __init__(self, *, dim: int, hidden: int) -> None:
-        """Args:
-        dim: D, input and output width.
-        hidden: the hidden width (4D in every ViT of the paper).
+        """
+        Args:
+            dim: D, input and output width.
+            hidden: the hidden width (4D in every ViT of the paper).
         """
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
@@ -310,12 +315,13 @@ class Block(nn.Module):
         self, *, dim: int, heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True,
         fused: bool = True,
     ) -> None:  # fmt: skip
-        """Args:
-        dim: D.
-        heads: attention heads.
-        mlp_ratio: MLP hidden width over D.
-        qkv_bias: bias in the qkv projection.
-        fused: fast attention path when weights are not requested.
+        """
+        Args:
+            dim: D.
+            heads: attention heads.
+            mlp_ratio: MLP hidden width over D.
+            qkv_bias: bias in the qkv projection.
+            fused: fast attention path when weights are not requested.
         """
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=1e-6)
@@ -341,8 +347,9 @@ class VisionTransformer(nn.Module):
     """
 
     def __init__(self, *, cfg: ViTConfig) -> None:
-        """Args:
-        cfg: the configuration; see ``ViTConfig`` and ``preset``.
+        """
+        Args:
+            cfg: the configuration; see ``ViTConfig`` and ``preset``.
         """
         super().__init__()
         self.cfg = cfg

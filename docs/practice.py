@@ -1,0 +1,7 @@
+# %% [markdown]
+# # Practice
+#
+# This page is being written.
+
+# %%
+print("practice")

@@ -1,0 +1,5 @@
+import sys
+
+from vitbook.engine.cli import main
+
+sys.exit(main())

@@ -1,0 +1,10 @@
+"""The book engine: registry, dependency-aware cache, rendering, facts and CLI.
+
+It runs functions and stores what they return; it knows nothing about Vision Transformers.
+"""
+
+from .build import Variant
+from .cache import cached
+from .registry import Recorder, facts, figure
+
+__all__ = ["Recorder", "Variant", "cached", "facts", "figure"]

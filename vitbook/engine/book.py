@@ -1,0 +1,251 @@
+"""The book's page machinery, used by MkDocs: facts, numbered figures and equations, citations.
+
+``mkdocs-macros`` loads :func:`define_env`; the MkDocs hooks that copy figures and MathJax
+into the site are in :mod:`vitbook.engine.site_hooks`. Nothing here knows about ViTs.
+
+In a page (``docs/NN-slug.md``):
+
+* ``{{ ch02.tokens_p16 }}`` prints a computed fact; an unknown name fails the build;
+* ``{{ figure("patch-grids", "Caption ...") }}`` places Figure N.k (light and dark variants);
+* ``{% filter equation("patch-count") %} N = HW/P^2 {% endfilter %}`` is numbered Eq. N.k;
+* ``{{ ref("patch-grids") }}`` links to a figure or equation by id (``ch05/id`` across pages);
+* ``{{ cite("dosovitskiy2021") }}`` cites ``docs/references.bib``; unknown keys fail the build;
+* ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import markdown
+
+CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
+LABEL_RE = re.compile(r"""\b(figure|equation)\(\s*["']([a-z0-9/-]+)["']""")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class BookError(Exception):
+    """A page refers to something that does not exist: the build must fail."""
+
+
+class Fact:
+    """A computed number: prints as its formatted text, ``.value`` is the raw value."""
+
+    def __init__(self, name: str, value: Any, text: str) -> None:
+        self.name, self.value, self.text = name, value, text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec) if spec else self.text
+
+
+class Chapter(dict):
+    """The facts of one chapter; a missing name raises instead of printing nothing."""
+
+    def __init__(self, name: str, facts: dict[str, Any]) -> None:
+        super().__init__({k: Fact(k, f["value"], f["text"]) for k, f in facts.items()})
+        self.name = name
+
+    def __getattr__(self, key: str) -> Fact:
+        if key.startswith("__"):
+            raise AttributeError(key)
+        try:
+            return self[key]
+        except KeyError:
+            raise BookError(f"unknown fact {self.name}.{key}; known: {', '.join(sorted(self))}"
+                            ) from None
+
+
+def load_facts(path: Path) -> dict[str, Chapter]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise BookError(f"{path} is missing: run `python -m vitbook figures` first") from None
+    return {ch: Chapter(ch, facts) for ch, facts in data.items()}
+
+
+def chapter_of(src_path: str) -> int | None:
+    m = CHAPTER_RE.match(Path(src_path).name)
+    return int(m.group(1)) if m else None
+
+
+@cache
+def numbering(docs_dir: str) -> dict[str, tuple[str, str, str]]:
+    """Every figure and equation label in the book: ``chNN/id -> (kind, number, page url)``.
+
+    Numbers follow the order in which ``figure(...)`` and ``equation(...)`` appear in each
+    chapter's source, so a reference may point forward, or into another chapter.
+    """
+    labels: dict[str, tuple[str, str, str]] = {}
+    for path in sorted(Path(docs_dir).glob("*.md")):
+        n = chapter_of(path.name)
+        if n is None:
+            continue
+        counters = {"figure": 0, "equation": 0}
+        for kind, label in LABEL_RE.findall(path.read_text(encoding="utf-8")):
+            key = label if "/" in label else f"ch{n:02d}/{label}"
+            if key in labels:
+                raise BookError(f"{path.name}: {kind} {label!r} is placed twice")
+            counters[kind] += 1
+            labels[key] = (kind, f"{n}.{counters[kind]}", path.stem + "/")
+    return labels
+
+
+@cache
+def bibliography(path: str) -> dict[str, dict[str, str]]:
+    """A small BibTeX reader: ``key -> fields`` (enough for the book's own references file)."""
+    text = Path(path).read_text(encoding="utf-8")
+    entries = {}
+    for m in re.finditer(r"@(\w+)\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
+        fields = {k.lower(): re.sub(r"[{}]", "", v).strip()
+                  for k, v in re.findall(r"(\w+)\s*=\s*[{\"](.*?)[}\"],?\s*$", m.group(3), re.M)}
+        fields["type"] = m.group(1).lower()
+        entries[m.group(2)] = fields
+    return entries
+
+
+def anchor(key: str, kind: str) -> str:
+    """The HTML id of a figure or equation: ``ch02/patch-grids`` -> ``fig-patch-grids``."""
+    return ("fig-" if kind == "figure" else "eq-") + key.split("/", 1)[1]
+
+
+def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads best here
+    """Called by mkdocs-macros: register the book's variables, macros and filters."""
+    conf = env.conf
+    docs_dir = conf["docs_dir"]
+    facts_path = Path(env.project_dir) / "figures" / "facts.json"
+    env.variables.update(load_facts(facts_path))
+    extra = conf.get("extra", {})
+    version = extra.get("version", "0")
+    site_url = (conf.get("site_url") or "").rstrip("/") + "/"
+
+    def current() -> tuple[int, str]:
+        page = env.page
+        n = chapter_of(page.file.src_path)
+        if n is None:
+            raise BookError(f"{page.file.src_path}: figures and equations belong in chapters")
+        return n, page.file.src_path
+
+    def resolve(label: str) -> tuple[str, tuple[str, str, str]]:
+        key = label
+        if "/" not in label:
+            n = chapter_of(env.page.file.src_path)
+            key = f"ch{n:02d}/{label}" if n is not None else label
+        try:
+            return key, numbering(docs_dir)[key]
+        except KeyError:
+            raise BookError(f"{env.page.file.src_path}: unknown figure or equation {label!r}"
+                            ) from None
+
+    def rel(url: str) -> str:
+        """A link from the current page to a page url (both directory-style)."""
+        here = env.page.url
+        depth = here.count("/")
+        return "../" * depth + url
+
+    @env.macro
+    def figure(label: str, caption: str, alt: str | None = None) -> str:
+        """Figure N.k: the light and dark variants, a caption and a link to the SVG."""
+        n, _ = current()
+        key, (kind, number, _url) = resolve(label)
+        if kind != "figure":
+            raise BookError(f"{label!r} is an equation, not a figure")
+        stem = f"{rel('')}figures/{key}"
+        if not (Path(env.project_dir) / "figures" / f"{key}.png").exists():
+            raise BookError(f"figures/{key}.png does not exist: run `python -m vitbook figures`")
+        alt_text = html.escape(alt or caption, quote=True)
+        body = re.sub(r"^<p>|</p>$", "", markdown.markdown(caption).strip())
+        return (
+            f'<figure class="vb-figure" id="{anchor(key, kind)}">\n'
+            f'<a class="glightbox" href="{stem}.png" data-type="image">'
+            f'<img class="vb-light" src="{stem}.png" alt="{alt_text}" loading="lazy"></a>\n'
+            f'<a class="glightbox" href="{stem}.dark.png" data-type="image">'
+            f'<img class="vb-dark" src="{stem}.dark.png" alt="{alt_text}" loading="lazy"></a>\n'
+            f'<figcaption><a class="vb-label" href="#{anchor(key, kind)}">Figure {number}.</a> {body} '
+            f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
+            f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
+            f"</figure>"
+        )
+
+    @env.filter
+    def equation(latex: str, label: str) -> str:
+        """A numbered display equation with a stable anchor (use as a filter block)."""
+        key, (kind, number, _url) = resolve(label)
+        if kind != "equation":
+            raise BookError(f"{label!r} is a figure, not an equation")
+        latex = latex.strip()
+        return (f'<div class="arithmatex vb-equation" id="{anchor(key, kind)}">'
+                f"\\[{latex} \\tag{{{number}}}\\]</div>")
+
+    @env.macro
+    def ref(label: str) -> str:
+        """'Figure N.k' or 'Eq. N.k' as a link to it, on this page or another."""
+        key, (kind, number, url) = resolve(label)
+        name = "Figure" if kind == "figure" else "Eq."
+        here = env.page.file.src_path.removesuffix(".md") + "/"
+        href = f"#{anchor(key, kind)}" if url == here else f"{rel(url)}#{anchor(key, kind)}"
+        return f'<a class="vb-ref" href="{href}">{name}&nbsp;{number}</a>'
+
+    @env.macro
+    def cite(*keys: str) -> str:
+        """Author-year citations linked to the references page."""
+        bib = bibliography(str(Path(docs_dir) / "references.bib"))
+        parts = []
+        for key in keys:
+            if key not in bib:
+                raise BookError(f"{env.page.file.src_path}: unknown citation {key!r}; "
+                                f"add it to docs/references.bib")
+            e = bib[key]
+            first = e.get("author", "Anon").split(" and ")[0].split(",")[0].strip()
+            etal = " et al." if " and " in e.get("author", "") else ""
+            parts.append(f'<a class="vb-cite" href="{rel("references/")}#{key}">'
+                         f"{first}{etal}, {e.get('year', 'n.d.')}</a>")
+        return "(" + "; ".join(parts) + ")"
+
+    @env.macro
+    def cite_box() -> str:
+        """The 'Cite this chapter' box: BibTeX and plain text with version and URL."""
+        n, src = current()
+        title = re.sub(r"^\d+\.\s*", "", env.page.title or src)
+        url = site_url + src.removesuffix(".md") + "/"
+        authors = extra.get("authors", "The vitbook authors")
+        book = conf.get("site_name", "vitbook")
+        year = extra.get("year", "2026")
+        bib = (f"@incollection{{vitbook-ch{n:02d},\n"
+               f"  author    = {{{{{authors}}}}},\n"
+               f"  title     = {{Chapter {n}: {title}}},\n"
+               f"  booktitle = {{{book}}},\n"
+               f"  edition   = {{{version}}},\n"
+               f"  year      = {{{year}}},\n"
+               f"  url       = {{{url}}}\n}}")
+        plain = (f"{authors} ({year}). Chapter {n}: {title}. In <em>{book}</em> "
+                 f"(version {version}). {url}")
+        return (f'!!! quote "Cite this chapter"\n\n'
+                f"    {plain}\n\n"
+                f"    ```bibtex\n" + "\n".join("    " + line for line in bib.splitlines())
+                + "\n    ```\n")
+
+    @env.macro
+    def references() -> str:
+        """Every entry of ``docs/references.bib``, each with an anchor that citations link to."""
+        bib = bibliography(str(Path(docs_dir) / "references.bib"))
+        items = []
+        for key, e in sorted(bib.items(), key=lambda kv: kv[1].get("author", kv[0]).lower()):
+            venue = e.get("booktitle") or e.get("journal") or e.get("howpublished") or ""
+            note = f" {e['note']}." if e.get("note") else ""
+            url = e.get("url", "")
+            link = f' <a href="{url}">{html.escape(url)}</a>' if url else ""
+            items.append(f'<li id="{key}"><strong>{html.escape(e.get("author", ""))}</strong> '
+                         f"({e.get('year', 'n.d.')}). {html.escape(e.get('title', key))}. "
+                         f"<em>{html.escape(venue)}</em>.{note}{link} "
+                         f"<code>{key}</code></li>")
+        return '<ol class="vb-references">\n' + "\n".join(items) + "\n</ol>"
+
+    env.variables["book_version"] = version

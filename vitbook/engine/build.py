@@ -1,0 +1,254 @@
+"""Build figures and facts: decide what is stale, compute it, draw it, write it safely.
+
+For every registered item the engine derives a key (see :func:`item_key`). The
+manifest ``figures/manifest.json`` remembers, per item, the key its files were made
+with and each file's SHA-256. An item is up to date when its key is unchanged and
+its files are on disk with those hashes; only stale items are computed. A computed
+result is also stored in the result cache, so a figure whose files were deleted or
+damaged is redrawn without recomputing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import cache
+from .deps import source_key
+from .registry import Item, Recorder, discover
+
+#: Bump when a change to the engine changes the bytes it writes (dpi, metadata, formats).
+RENDER_VERSION = 1
+DPI = 150
+THEMES = ("light", "dark")
+SVG_SALT = "vitbook"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a draw function is told: the theme and the figure's size in inches."""
+
+    name: str
+    size: tuple[float, float]
+
+    @property
+    def dark(self) -> bool:
+        return self.name == "dark"
+
+
+@dataclass
+class Outcome:
+    """What happened to one item in a build."""
+
+    key: str
+    status: str  # "computed", "redrawn", "cached" or "failed"
+    seconds: float = 0.0
+    runs: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    entry: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def figures_dir() -> Path:
+    return Path(os.environ.get("VITBOOK_FIGURES", "figures"))
+
+
+def item_key(item: Item) -> str:
+    return source_key(item.module, item.key, item.size, RENDER_VERSION)
+
+
+def file_names(item: Item) -> list[str]:
+    """Paths, relative to the figures folder, that an item writes."""
+    if not item.is_figure:
+        return []
+    stem = f"ch{item.chapter:02d}/{item.id}"
+    return [f"{stem}{'' if t == 'light' else '.dark'}.{ext}" for t in THEMES for ext in ("png", "svg")]
+
+
+def sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
+    if not entry or entry.get("key") != item_key(item):
+        return False
+    files = entry.get("files", {})
+    names = file_names(item)
+    return sorted(files) == sorted(names) and all(sha256(outdir / n) == files[n] for n in names)
+
+
+def render(item: Item, data: Any) -> dict[str, bytes]:
+    """Draw ``data`` in every theme and return the encoded files by name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, bytes] = {}
+    names = iter(file_names(item))
+    for theme in THEMES:
+        with matplotlib.rc_context({"svg.hashsalt": SVG_SALT, "svg.fonttype": "path"}):
+            fig = item.draw_fn(data, Variant(theme, item.size))
+            for fmt, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+                out[next(names)] = buf.getvalue()
+            plt.close(fig)
+    return out
+
+
+def _seed(seed: int = 0) -> None:
+    """Seed every random source the figure code may use (torch only if it is loaded)."""
+    random.seed(seed)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed(seed)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)
+
+
+def build_one(key: str, outdir: Path, force: bool) -> Outcome:
+    """Compute (or fetch) and draw one item; write its files atomically."""
+    item = discover()[key]
+    cache.RUNS.clear()
+    start = time.perf_counter()
+    ikey = item_key(item)
+    result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ikey}.pkl"
+
+    def compute() -> tuple[Any, dict[str, Any]]:
+        _seed()
+        rec = Recorder(item.chapter)
+        data = item.compute(rec)
+        return data, rec.facts
+
+    if force:
+        (data, facts), hit = compute(), False
+        cache.store(result_path, (data, facts))
+    else:
+        (data, facts), hit = cache.get_or_compute(result_path, compute)
+    files = render(item, data) if item.is_figure else {}
+    for name, blob in files.items():
+        cache.atomic_write(outdir / name, blob)
+    entry = {
+        "key": ikey,
+        "files": {n: hashlib.sha256(b).hexdigest() for n, b in sorted(files.items())},
+        "facts": facts,
+        "deterministic": item.deterministic,
+    }
+    seconds = time.perf_counter() - start
+    if not hit:
+        entry["compute_seconds"] = round(seconds, 2)
+    status = "redrawn" if hit else "computed"
+    return Outcome(key, status, seconds, dict(cache.RUNS), entry)
+
+
+def _safe_build_one(key: str, outdir: Path, force: bool) -> Outcome:
+    try:
+        return build_one(key, outdir, force)
+    except Exception as exc:  # reported in the table; the build exits non-zero
+        import traceback
+
+        return Outcome(key, "failed", error="".join(traceback.format_exception(exc)))
+
+
+def _init_worker(threads: int) -> None:
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+
+
+def read_manifest(outdir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((outdir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_outputs(outdir: Path, outcomes: Iterable[Outcome], registry: dict[str, Item],
+                  prune: bool) -> None:
+    """Merge new entries into the manifest and rewrite ``facts.json`` (under a lock)."""
+    with cache.file_lock(outdir / ".lock"):
+        manifest = read_manifest(outdir)
+        for o in outcomes:
+            if o.entry is not None:
+                manifest[o.key] = o.entry
+        if prune:
+            for key in set(manifest) - set(registry):
+                del manifest[key]
+            keep = {n for e in manifest.values() for n in e["files"]}
+            for path in outdir.glob("ch*/*.*"):
+                if path.relative_to(outdir).as_posix() not in keep:
+                    path.unlink()
+        facts: dict[str, dict[str, Any]] = {}
+        for key, entry in sorted(manifest.items()):
+            chapter = key.split("/")[0]
+            for name, fact in entry["facts"].items():
+                if name in facts.setdefault(chapter, {}):
+                    raise ValueError(f"fact {chapter}.{name} is recorded by two items")
+                facts[chapter][name] = fact
+        dump = lambda obj: (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode()  # noqa: E731
+        cache.atomic_write(outdir / "manifest.json", dump(manifest))
+        cache.atomic_write(outdir / "facts.json", dump(facts))
+
+
+def build(
+    keys: list[str],
+    *,
+    force: bool = False,
+    jobs: int = 1,
+    prune: bool = False,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Bring the items named by ``keys`` up to date; return what happened to each."""
+    outdir = figures_dir()
+    registry = discover()
+    manifest = read_manifest(outdir)
+    outcomes: list[Outcome] = []
+    todo = []
+    for key in keys:
+        if not force and is_fresh(registry[key], manifest.get(key), outdir):
+            outcomes.append(Outcome(key, "cached"))
+            if on_done:
+                on_done(outcomes[-1])
+        else:
+            todo.append(key)
+    if jobs == 1 or len(todo) <= 1:
+        for key in todo:
+            outcomes.append(_safe_build_one(key, outdir, force))
+            if on_done:
+                on_done(outcomes[-1])
+            write_outputs(outdir, outcomes[-1:], registry, prune=False)
+    else:
+        import multiprocessing
+
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(threads,)) as pool:
+            futures = [pool.submit(_safe_build_one, key, outdir, force) for key in todo]
+            for fut in as_completed(futures):
+                outcomes.append(fut.result())
+                if on_done:
+                    on_done(outcomes[-1])
+                write_outputs(outdir, outcomes[-1:], registry, prune=False)
+    write_outputs(outdir, [], registry, prune=prune)
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(outcomes, key=lambda o: order[o.key])
+
+
+def stale(keys: list[str]) -> list[str]:
+    """The items among ``keys`` whose files are missing, damaged or out of date."""
+    outdir = figures_dir()
+    registry = discover()
+    manifest = read_manifest(outdir)
+    return [k for k in keys if not is_fresh(registry[k], manifest.get(k), outdir)]

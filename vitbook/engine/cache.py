@@ -1,0 +1,121 @@
+"""A content-addressed store for expensive results, safe against crashes and damage.
+
+Entries are pickles wrapped with a checksum. A missing, truncated or altered entry
+is treated as absent and recomputed; it is never trusted. Writes go to a temporary
+file that is renamed into place, so a build killed half-way leaves either the old
+entry or the new one, never half of one. A lock per key keeps two processes from
+computing the same expensive thing at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .deps import source_key
+
+MAGIC = b"VITBOOK1"
+T = TypeVar("T")
+
+
+def cache_dir() -> Path:
+    """Where results live: ``$VITBOOK_CACHE`` or ``.cache/vitbook`` in the working directory."""
+    return Path(os.environ.get("VITBOOK_CACHE", ".cache/vitbook"))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def store(path: Path, value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    atomic_write(path, MAGIC + hashlib.sha256(payload).digest() + payload)
+
+
+def load(path: Path) -> tuple[bool, Any]:
+    """Return ``(True, value)`` for a sound entry, ``(False, None)`` otherwise."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return False, None
+    head, digest, payload = blob[:8], blob[8:40], blob[40:]
+    if head != MAGIC or hashlib.sha256(payload).digest() != digest:
+        return False, None
+    try:
+        return True, pickle.loads(payload)
+    except Exception:  # a sound checksum over an unreadable pickle: recompute
+        return False, None
+
+
+def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
+    """The value stored at ``path``, computing and storing it if absent or damaged.
+
+    Returns ``(value, hit)`` where ``hit`` says whether it came from the cache.
+    """
+    ok, value = load(path)
+    if ok:
+        return value, True
+    with file_lock(path.with_suffix(".lock")):
+        ok, value = load(path)  # another process may have finished it meanwhile
+        if ok:
+            return value, True
+        value = compute()
+        store(path, value)
+        return value, False
+
+
+#: Seconds spent in each cached run during this process, for the build report.
+RUNS: dict[str, tuple[float, bool]] = {}
+
+
+def cached(fn: Callable[..., T]) -> Callable[..., T]:
+    """Cache an expensive function (a training run) on disk, keyed like a figure.
+
+    The key covers the function's module and everything it imports, the library
+    versions, the function's name and the arguments' ``repr``. Arguments must
+    therefore have a faithful ``repr`` (numbers, strings, frozen dataclasses).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        key = source_key(fn.__module__, fn.__qualname__, args, sorted(kwargs.items()))
+        path = cache_dir() / "runs" / f"{fn.__qualname__}-{key}.pkl"
+        start = time.perf_counter()
+        value, hit = get_or_compute(path, lambda: fn(*args, **kwargs))
+        RUNS.setdefault(fn.__qualname__, (time.perf_counter() - start, hit))
+        return value
+
+    return wrapper

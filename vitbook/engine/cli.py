@@ -1,0 +1,130 @@
+"""``python -m vitbook``: build the book's figures and facts, or list them.
+
+Examples::
+
+    python -m vitbook list
+    python -m vitbook figures                 # everything that is stale
+    python -m vitbook figures --chapter 2     # one chapter
+    python -m vitbook figures --only ch02/patch-grid --force
+    python -m vitbook figures --check         # exit 1 if anything is stale; computes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .build import Outcome, build, figures_dir, stale
+from .registry import discover
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported in one line, exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m vitbook", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("figures", help="compute and draw figures and facts that are out of date")
+    f.add_argument("--chapter", type=int, action="append", metavar="N",
+                   help="only chapter N (repeatable)")
+    f.add_argument("--only", action="append", metavar="ID",
+                   help="only this figure, as chNN/id or id (repeatable)")
+    f.add_argument("--force", action="store_true", help="recompute even if up to date")
+    f.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+                   help="worker processes (default 1)")
+    f.add_argument("--check", action="store_true",
+                   help="compute nothing; exit 1 if anything is out of date")
+    ls = sub.add_parser("list", help="list every figure and computation")
+    ls.add_argument("--chapter", type=int, action="append", metavar="N")
+    return p
+
+
+def select(chapters: list[int] | None, only: list[str] | None) -> list[str]:
+    """The registry keys matching ``--chapter`` and ``--only``; UsageError if none do."""
+    registry = discover()
+    valid_chapters = sorted({i.chapter for i in registry.values()})
+    keys = list(registry)
+    if chapters:
+        unknown = [c for c in chapters if c not in valid_chapters]
+        if unknown:
+            raise UsageError(f"unknown chapter {unknown[0]}; chapters with figures: "
+                             + ", ".join(map(str, valid_chapters)))
+        keys = [k for k in keys if registry[k].chapter in chapters]
+    if only:
+        chosen = []
+        for name in only:
+            matches = [k for k in keys if k == name or k.split("/", 1)[1] == name]
+            if not matches:
+                raise UsageError(f"unknown figure {name!r}; valid ids:\n  " + "\n  ".join(keys))
+            chosen += [m for m in matches if m not in chosen]
+        keys = chosen
+    return keys
+
+
+def report(outcomes: list[Outcome], seconds: float) -> str:
+    from collections import Counter
+
+    width = max([len(o.key) for o in outcomes] + [6])
+    lines = [f"{'figure':<{width}}  {'status':<8}  {'seconds':>8}", "-" * (width + 20)]
+    for o in outcomes:
+        lines.append(f"{o.key:<{width}}  {o.status:<8}  {o.seconds:8.2f}")
+        for run, (secs, hit) in sorted(o.runs.items()):
+            lines.append(f"{'  run ' + run:<{width}}  {'cached' if hit else 'trained':<8}  {secs:8.2f}")
+    counts = Counter(o.status for o in outcomes)
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("computed", "redrawn", "cached", "failed")
+                        if counts[s])
+    lines.append("-" * (width + 20))
+    lines.append(f"{len(outcomes)} items: {summary} in {seconds:.1f} s")
+    if counts["computed"] + counts["redrawn"] == 0 and not counts["failed"]:
+        lines.append("nothing to compute: every figure is up to date")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        keys = select(getattr(args, "chapter", None), getattr(args, "only", None))
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    registry = discover()
+    if args.command == "list":
+        for key in keys:
+            item = registry[key]
+            kind = "figure" if item.is_figure else "facts"
+            print(f"{key:<40} {kind:<7} {item.module}")
+        return 0
+    if args.check:
+        out_of_date = stale(keys)
+        for key in out_of_date:
+            print(f"stale: {key}")
+        print(f"{len(keys) - len(out_of_date)} of {len(keys)} items up to date in {figures_dir()}/")
+        return 1 if out_of_date else 0
+
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    with tqdm(total=len(keys), unit="fig", file=sys.stderr, dynamic_ncols=True) as bar:
+        def done(o: Outcome) -> None:
+            bar.set_postfix_str(f"{o.key} {o.status}")
+            bar.update()
+
+        prune = not args.chapter and not args.only
+        outcomes = build(keys, force=args.force, jobs=args.jobs, prune=prune, on_done=done)
+    print(report(outcomes, time.perf_counter() - start))
+    failed = [o for o in outcomes if o.status == "failed"]
+    for o in failed:
+        print(f"\n{o.key} failed:\n{o.error}", file=sys.stderr)
+    return 1 if failed else 0

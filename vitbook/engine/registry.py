@@ -1,0 +1,174 @@
+"""The figure registry: which computations and drawings the book has.
+
+A figure is two functions in ``vitbook/figures/chNN_<slug>.py``:
+
+* a *compute* function, registered with :func:`figure`, that does the real work
+  (runs a model, trains, measures) and returns plain data; it may record named
+  numbers ("facts") that the pages quote;
+* a *draw* function, attached with ``@<compute>.draw``, that turns that data into
+  a matplotlib figure. Drawing is cheap and runs once per variant (light, dark).
+
+A computation with no drawing (a table of numbers, say) is registered with
+:func:`facts`. The engine knows nothing about Vision Transformers: it only runs
+these functions, caches what they return and writes their files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+MODULE_RE = re.compile(r"^ch(\d\d)_[a-z0-9_]+$")
+FIGURES_PACKAGE = "vitbook.figures"
+
+
+class Recorder:
+    """Collects the facts one computation records (see :meth:`fact`)."""
+
+    def __init__(self, chapter: int) -> None:
+        self.chapter = chapter
+        self.facts: dict[str, dict[str, Any]] = {}
+
+    def fact(self, name: str, value: Any, fmt: str | None = None, *, text: str | None = None) -> Any:
+        """Record a number the prose may quote as ``{{ chNN.name }}``.
+
+        Args:
+            name: a short identifier, unique within the chapter (``tokens_p16``).
+            value: the number (or short string) itself; stored as JSON.
+            fmt: a ``str.format`` pattern for the page, such as ``"{:,}"`` or ``"{:.2f}"``.
+                Integers default to thousands separators, floats to four significant digits.
+            text: the exact text to show instead of formatting ``value``.
+        Returns:
+            ``value``, so a fact can be recorded where it is computed.
+        """
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+            raise ValueError(f"fact name {name!r} must be lower_snake_case (letters, digits, _)")
+        if name in self.facts:
+            raise ValueError(f"fact {name!r} recorded twice in chapter {self.chapter}")
+        value = _plain(value)
+        if text is None:
+            if fmt is not None:
+                text = fmt.format(value)
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                text = str(value)
+            elif isinstance(value, int):
+                text = f"{value:,}"
+            else:
+                text = f"{value:.4g}"
+        self.facts[name] = {"value": value, "text": text}
+        return value
+
+
+def _plain(value: Any) -> Any:
+    """Turn numpy/torch scalars into plain Python numbers for JSON."""
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass
+class Item:
+    """One registered computation, with its drawing if it has one."""
+
+    chapter: int
+    id: str
+    compute: Callable[[Recorder], Any]
+    module: str
+    size: tuple[float, float] | None = None
+    deterministic: bool = True
+    draw_fn: Callable[..., Any] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        """The figure's public name, ``chNN/id``."""
+        return f"ch{self.chapter:02d}/{self.id}"
+
+    @property
+    def is_figure(self) -> bool:
+        return self.draw_fn is not None
+
+    def draw(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: attach the drawing function ``fn(data, theme) -> Figure``."""
+        if self.draw_fn is not None:
+            raise ValueError(f"{self.key} already has a draw function")
+        self.draw_fn = fn
+        return fn
+
+    def __call__(self, rec: Recorder | None = None) -> Any:
+        """Run the computation directly (handy in notebooks and tests)."""
+        return self.compute(rec or Recorder(self.chapter))
+
+
+REGISTRY: dict[str, Item] = {}
+
+
+def _register(
+    fn: Callable[[Recorder], Any],
+    *,
+    chapter: int,
+    id: str,
+    size: tuple[float, float] | None,
+    deterministic: bool,
+) -> Item:
+    module = fn.__module__
+    m = MODULE_RE.match(module.rsplit(".", 1)[-1])
+    if not module.startswith(FIGURES_PACKAGE + ".") or not m:
+        raise ValueError(f"{module}: figures live in {FIGURES_PACKAGE}.chNN_<slug> modules")
+    if int(m.group(1)) != chapter:
+        raise ValueError(f"{module} registers chapter {chapter}; its name says {int(m.group(1))}")
+    if not ID_RE.match(id):
+        raise ValueError(f"figure id {id!r} must be lower-case words joined by '-'")
+    item = Item(chapter, id, fn, module, size, deterministic)
+    if item.key in REGISTRY and REGISTRY[item.key].module != module:
+        raise ValueError(f"{item.key} is registered twice")
+    REGISTRY[item.key] = item
+    return item
+
+
+def figure(
+    *, chapter: int, id: str, size: tuple[float, float], deterministic: bool = True
+) -> Callable[[Callable[[Recorder], Any]], Item]:
+    """Register a figure's compute function; attach its drawing with ``@item.draw``.
+
+    Args:
+        chapter: the chapter number (must match the module's ``chNN`` prefix).
+        id: the figure id, unique in the chapter; files become ``figures/chNN/<id>.png``.
+        size: width and height in inches (the house style assumes a 7-inch column).
+        deterministic: False for figures whose numbers are measured timings, which
+            cannot be byte-identical between two fresh computations.
+    """
+
+    def wrap(fn: Callable[[Recorder], Any]) -> Item:
+        return _register(fn, chapter=chapter, id=id, size=size, deterministic=deterministic)
+
+    return wrap
+
+
+def facts(
+    *, chapter: int, id: str, deterministic: bool = True
+) -> Callable[[Callable[[Recorder], Any]], Item]:
+    """Register a computation that only records facts (no drawing)."""
+
+    def wrap(fn: Callable[[Recorder], Any]) -> Item:
+        return _register(fn, chapter=chapter, id=id, size=None, deterministic=deterministic)
+
+    return wrap
+
+
+def discover() -> dict[str, Item]:
+    """Import every ``vitbook.figures.chNN_*`` module and return the registry, sorted."""
+    package = importlib.import_module(FIGURES_PACKAGE)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if MODULE_RE.match(info.name):
+            importlib.import_module(f"{FIGURES_PACKAGE}.{info.name}")
+    for item in REGISTRY.values():
+        if item.size is not None and item.draw_fn is None:
+            raise ValueError(f"{item.key} has no draw function; add @{item.compute.__name__}.draw")
+    return dict(sorted(REGISTRY.items(), key=lambda kv: kv[1].chapter))

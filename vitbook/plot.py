@@ -1,0 +1,223 @@
+"""The house style and the drawing helpers every chapter reuses.
+
+Figures are drawn twice, on a light and on a dark page. Every helper takes the
+variant ``v`` (``v.dark`` says which) and an ``ax``, draws, and returns what it drew,
+in the manner of matplotlib's annotated-heatmap gallery example. Few colours,
+direct labels instead of legends, units on every axis, text readable at phone width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+#: Page colours of Material's default (light) and slate (dark) schemes, and the inks on them.
+THEMES: dict[str, dict[str, str]] = {
+    "light": {"bg": "#ffffff", "fg": "#1f2328", "muted": "#6e7781", "grid": "#d8dee4",
+              "blue": "#1f6feb", "orange": "#d9480f", "green": "#1a7f37", "purple": "#8250df",
+              "red": "#cf222e", "yellow": "#9a6700", "highlight": "#d9480f"},
+    "dark": {"bg": "#1e2129", "fg": "#e6edf3", "muted": "#9ba6b2", "grid": "#3d444d",
+             "blue": "#58a6ff", "orange": "#ffa657", "green": "#56d364", "purple": "#d2a8ff",
+             "red": "#ff7b72", "yellow": "#e3b341", "highlight": "#ffa657"},
+}
+#: The order in which series take colours.
+CYCLE = ("blue", "orange", "green", "purple", "red", "yellow")
+
+
+def colors(v: Any) -> dict[str, str]:
+    """The palette of variant ``v`` (anything with ``.dark``; a string "dark"/"light" works too)."""
+    dark = v.dark if hasattr(v, "dark") else v == "dark"
+    return THEMES["dark" if dark else "light"]
+
+
+def rc(v: Any) -> dict[str, Any]:
+    c = colors(v)
+    return {
+        "figure.facecolor": c["bg"], "axes.facecolor": c["bg"], "savefig.facecolor": c["bg"],
+        "text.color": c["fg"], "axes.labelcolor": c["fg"], "axes.edgecolor": c["muted"],
+        "xtick.color": c["muted"], "ytick.color": c["muted"],
+        "xtick.labelcolor": c["fg"], "ytick.labelcolor": c["fg"],
+        "grid.color": c["grid"], "grid.linewidth": 0.6,
+        "axes.prop_cycle": matplotlib.cycler(color=[c[k] for k in CYCLE]),
+        "axes.spines.top": False, "axes.spines.right": False,
+        "axes.titlesize": 11, "axes.titleweight": "bold", "axes.titlelocation": "left",
+        "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
+        "legend.fontsize": 9, "legend.frameon": False, "font.size": 10,
+        "lines.linewidth": 2.0, "lines.markersize": 5,
+        "image.cmap": "viridis", "figure.dpi": 100,
+    }
+
+
+def subplots(v: Any, nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    """A new figure in the house style at the variant's size (``v.size`` in inches).
+
+    The style is applied to the global rcParams, so that every artist drawn afterwards
+    inherits it; the engine restores rcParams after each drawing.
+    """
+    plt.rcParams.update(rc(v))
+    kwargs.setdefault("layout", "constrained")
+    size = getattr(v, "size", None) or (7.0, 4.0)
+    return plt.subplots(nrows, ncols, figsize=size, **kwargs)
+
+
+def new_figure(v: Any, **kwargs: Any) -> Figure:
+    """An empty figure in the house style, for layouts built with ``add_gridspec``."""
+    plt.rcParams.update(rc(v))
+    kwargs.setdefault("layout", "constrained")
+    return plt.figure(figsize=getattr(v, "size", None) or (7.0, 4.0), **kwargs)
+
+
+def text_color_for(value: float, cmap: Any, norm: Any) -> str:
+    """Black or white, whichever reads better on the colour ``value`` maps to."""
+    r, g, b, _ = cmap(norm(value))
+    return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "#ffffff"
+
+
+def heatmap(
+    ax: Axes,
+    data: np.ndarray,
+    v: Any,
+    *,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    fmt: str | None = "{:.2f}",
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = False,
+    fontsize: float = 9,
+) -> Any:
+    """A labelled heatmap with the value written in every cell (``fmt=None`` for none)."""
+    data = np.asarray(data, dtype=float)
+    im = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(data.shape[1]), labels=col_labels if col_labels is not None else
+                  [str(i) for i in range(data.shape[1])])
+    ax.set_yticks(range(data.shape[0]), labels=row_labels if row_labels is not None else
+                  [str(i) for i in range(data.shape[0])])
+    ax.tick_params(length=0)
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    if fmt is not None:
+        cm = im.get_cmap()
+        for (i, j), value in np.ndenumerate(data):
+            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=fontsize,
+                    color=text_color_for(value, cm, im.norm))
+    if colorbar:
+        cb = ax.figure.colorbar(im, ax=ax, shrink=0.8)
+        cb.outline.set_visible(False)
+    return im
+
+
+def show_image(ax: Axes, image: np.ndarray, *, title: str | None = None) -> Any:
+    """An image without ticks or spines (HxW greyscale or HxWx3 in [0, 1])."""
+    img = ax.imshow(image, cmap="gray" if np.ndim(image) == 2 else None, vmin=0, vmax=1,
+                    interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for side in ax.spines.values():
+        side.set_visible(False)
+    if title:
+        ax.set_title(title)
+    return img
+
+
+def patch_grid(
+    ax: Axes,
+    image: np.ndarray,
+    patch: int,
+    v: Any,
+    *,
+    numbers: bool | str = True,
+    highlight: int | None = None,
+    line_width: float = 0.8,
+) -> list[Any]:
+    """Draw ``image`` cut into ``patch``-pixel squares, with each patch's raster index.
+
+    Args:
+        numbers: True to number every patch, "corners" for only the first and last few
+            (for fine grids), False for none.
+        highlight: a patch index to outline in the highlight colour.
+    Returns:
+        The artists drawn (image, lines, labels).
+    """
+    c = colors(v)
+    h, w = image.shape[:2]
+    rows, cols = h // patch, w // patch
+    artists = [show_image(ax, image)]
+    for r in range(1, rows):
+        artists.append(ax.axhline(r * patch - 0.5, color="white", lw=line_width, alpha=0.9))
+    for col in range(1, cols):
+        artists.append(ax.axvline(col * patch - 0.5, color="white", lw=line_width, alpha=0.9))
+    n = rows * cols
+    shown = range(n) if numbers is True else (
+        [0, 1, 2, n - 1] if numbers == "corners" else [])
+    fs = max(5.0, min(9.0, 120.0 / max(rows, cols)))
+    for idx in shown:
+        r, col = divmod(idx, cols)
+        artists.append(ax.text(col * patch + patch / 2 - 0.5, r * patch + patch / 2 - 0.5, str(idx),
+                               ha="center", va="center", fontsize=fs, color="white",
+                               bbox={"boxstyle": "round,pad=0.15", "fc": "black", "alpha": 0.55,
+                                     "lw": 0}))
+    if highlight is not None:
+        r, col = divmod(highlight, cols)
+        artists.append(ax.add_patch(Rectangle((col * patch - 0.5, r * patch - 0.5), patch, patch,
+                                              fill=False, ec=c["highlight"], lw=2.5)))
+    return artists
+
+
+def attention_overlay(
+    ax: Axes,
+    image: np.ndarray,
+    weights: np.ndarray,
+    *,
+    alpha: float = 0.6,
+    cmap: str = "inferno",
+    title: str | None = None,
+) -> Any:
+    """Draw a (rows, cols) map of weights upsampled over ``image`` (nearest, so patches show)."""
+    h, w = image.shape[:2]
+    weights = np.asarray(weights, dtype=float)
+    show_image(ax, image, title=title)
+    return ax.imshow(weights, cmap=cmap, alpha=alpha, extent=(-0.5, w - 0.5, h - 0.5, -0.5),
+                     interpolation="nearest")
+
+
+def token_matrix(
+    ax: Axes,
+    tokens: np.ndarray,
+    v: Any,
+    *,
+    row_labels: Sequence[str] | None = None,
+    highlight_row: int | None = None,
+    cmap: str = "RdBu_r",
+) -> Any:
+    """A (tokens x features) matrix as a diverging heatmap, rows labelled, one row outlined."""
+    tokens = np.asarray(tokens, dtype=float)
+    lim = float(np.abs(tokens).max()) or 1.0
+    im = ax.imshow(tokens, cmap=cmap, vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("feature")
+    ax.set_ylabel("token")
+    if row_labels is not None:
+        ax.set_yticks(range(len(row_labels)), labels=row_labels)
+    if highlight_row is not None:
+        ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), tokens.shape[1], 1, fill=False,
+                               ec=colors(v)["highlight"], lw=2))
+    return im
+
+
+def label_line(ax: Axes, x: float, y: float, text: str, color: str, **kwargs: Any) -> Any:
+    """A direct label at the end of a line, instead of a legend."""
+    kwargs.setdefault("va", "center")
+    kwargs.setdefault("ha", "left")
+    kwargs.setdefault("fontsize", 9)
+    return ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", color=color,
+                       **kwargs)
