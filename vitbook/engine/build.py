@@ -120,7 +120,7 @@ def _seed(seed: int = 0) -> None:
 
 def build_one(key: str, outdir: Path, force: bool) -> Outcome:
     """Compute (or fetch) and draw one item; write its files atomically."""
-    item = discover()[key]
+    item = discover([int(key[2:4])])[key]
     cache.RUNS.clear()
     start = time.perf_counter()
     ikey = item_key(item)
@@ -211,7 +211,7 @@ def build(
 ) -> list[Outcome]:
     """Bring the items named by ``keys`` up to date; return what happened to each."""
     outdir = figures_dir()
-    registry = discover()
+    registry = discover({int(k[2:4]) for k in keys} if not prune else None)
     manifest = read_manifest(outdir)
     outcomes: list[Outcome] = []
     todo = []
@@ -249,6 +249,6 @@ def build(
 def stale(keys: list[str]) -> list[str]:
     """The items among ``keys`` whose files are missing, damaged or out of date."""
     outdir = figures_dir()
-    registry = discover()
+    registry = discover({int(k[2:4]) for k in keys})
     manifest = read_manifest(outdir)
     return [k for k in keys if not is_fresh(registry[k], manifest.get(k), outdir)]

@@ -53,15 +53,16 @@ def parser() -> argparse.ArgumentParser:
 
 def select(chapters: list[int] | None, only: list[str] | None) -> list[str]:
     """The registry keys matching ``--chapter`` and ``--only``; UsageError if none do."""
-    registry = discover()
-    valid_chapters = sorted({i.chapter for i in registry.values()})
-    keys = list(registry)
+    from .registry import chapter_modules
+
+    valid_chapters = sorted(set(chapter_modules().values()))
     if chapters:
         unknown = [c for c in chapters if c not in valid_chapters]
         if unknown:
             raise UsageError(f"unknown chapter {unknown[0]}; chapters with figures: "
                              + ", ".join(map(str, valid_chapters)))
-        keys = [k for k in keys if registry[k].chapter in chapters]
+    registry = discover(chapters or None)
+    keys = list(registry)
     if only:
         chosen = []
         for name in only:
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    registry = discover()
+    registry = discover({int(k[2:4]) for k in keys})
     if args.command == "list":
         for key in keys:
             item = registry[key]

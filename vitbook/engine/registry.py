@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,13 +162,27 @@ def facts(
     return wrap
 
 
-def discover() -> dict[str, Item]:
-    """Import every ``vitbook.figures.chNN_*`` module and return the registry, sorted."""
+def chapter_modules() -> dict[str, int]:
+    """Every figure module's name and chapter number, found without importing them."""
     package = importlib.import_module(FIGURES_PACKAGE)
+    found = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if MODULE_RE.match(info.name):
-            importlib.import_module(f"{FIGURES_PACKAGE}.{info.name}")
+        m = MODULE_RE.match(info.name)
+        if m:
+            found[f"{FIGURES_PACKAGE}.{info.name}"] = int(m.group(1))
+    return found
+
+
+def discover(chapters: Iterable[int] | None = None) -> dict[str, Item]:
+    """Import the ``vitbook.figures.chNN_*`` modules (of ``chapters``, or all) and return the
+    registry, sorted by chapter. Importing only what is asked keeps one broken chapter from
+    stopping the build of another."""
+    wanted = None if chapters is None else set(chapters)
+    for module, chapter in chapter_modules().items():
+        if wanted is None or chapter in wanted:
+            importlib.import_module(module)
     for item in REGISTRY.values():
         if item.size is not None and item.draw_fn is None:
             raise ValueError(f"{item.key} has no draw function; add @{item.compute.__name__}.draw")
-    return dict(sorted(REGISTRY.items(), key=lambda kv: kv[1].chapter))
+    items = {k: i for k, i in REGISTRY.items() if wanted is None or i.chapter in wanted}
+    return dict(sorted(items.items(), key=lambda kv: kv[1].chapter))
