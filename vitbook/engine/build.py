@@ -147,8 +147,6 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
         "deterministic": item.deterministic,
     }
     seconds = time.perf_counter() - start
-    if not hit:
-        entry["compute_seconds"] = round(seconds, 2)
     status = "redrawn" if hit else "computed"
     return Outcome(key, status, seconds, dict(cache.RUNS), entry)
 

@@ -1,0 +1,231 @@
+"""The engine's promises: a warm build computes nothing, a change reruns exactly what depends
+on it, output is byte-identical, interrupted builds leave no partial file, damage is repaired.
+
+Most tests run the real command line on a scratch copy of the package in which the book's
+chapters are replaced by three tiny ones, so that each build takes a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SHARED = '''
+def value():
+    return 41
+'''
+
+ONLY_B = '''
+def offset():
+    return 1
+'''
+
+MODULE = '''
+import os, time
+from vitbook import plot
+from vitbook.engine import figure, facts
+{imports}
+
+@figure(chapter={ch}, id="{id}", size=(3.0, 2.0))
+def fig(rec):
+    if os.environ.get("SLOW"):
+        time.sleep(float(os.environ["SLOW"]))
+    rec.fact("answer", {expr})
+    return [1, 3, 2, {expr}]
+
+@fig.draw
+def _(data, v):
+    fig, ax = plot.subplots(v)
+    ax.plot(data)
+    ax.set_title("{id}")
+    return fig
+
+@facts(chapter={ch}, id="{id}-facts")
+def more(rec):
+    rec.fact("twice", 2 * {expr})
+'''
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A scratch project: vitbook without its chapters, plus chapters 90-92 made up here."""
+    shutil.copytree(ROOT / "vitbook", tmp_path / "vitbook",
+                    ignore=shutil.ignore_patterns("__pycache__", "ch[0-9][0-9]_*.py"))
+    (tmp_path / "vitbook" / "shared_for_test.py").write_text(SHARED)
+    (tmp_path / "vitbook" / "only_b.py").write_text(ONLY_B)
+    figs = tmp_path / "vitbook" / "figures"
+    specs = {
+        "ch90_alpha.py": (90, "alpha", "from vitbook.shared_for_test import value", "value()"),
+        "ch91_beta.py": (91, "beta", "from vitbook.shared_for_test import value\n"
+                         "from vitbook.only_b import offset", "value() + offset()"),
+        "ch92_gamma.py": (92, "gamma", "", "7"),
+    }
+    for name, (ch, fid, imports, expr) in specs.items():
+        (figs / name).write_text(MODULE.format(ch=ch, id=fid, imports=imports, expr=expr))
+    return tmp_path
+
+
+def run(book: Path, *args: str, env: dict | None = None, check: bool = True):
+    full_env = dict(os.environ, PYTHONPATH=str(book), VITBOOK_FIGURES=str(book / "figures"),
+                    VITBOOK_CACHE=str(book / ".cache"), **(env or {}))
+    proc = subprocess.run([sys.executable, "-m", "vitbook", *args], cwd=book, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def statuses(stdout: str) -> dict[str, str]:
+    """The build report's table as {figure: status}."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].startswith("ch") and "/" in parts[0]:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def test_scratch_copy_is_the_one_imported(book: Path) -> None:
+    proc = run(book, "list")
+    assert "ch90/alpha" in proc.stdout and "ch02/" not in proc.stdout
+
+
+def test_warm_build_computes_nothing(book: Path) -> None:
+    first = statuses(run(book, "figures").stdout)
+    assert set(first.values()) == {"computed"} and len(first) == 6
+    second = run(book, "figures")
+    assert set(statuses(second.stdout).values()) == {"cached"}
+    assert "nothing to compute" in second.stdout
+    assert run(book, "figures", "--check").returncode == 0
+
+
+def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
+    run(book, "figures")
+    with open(book / "vitbook/figures/ch90_alpha.py", "a") as f:
+        f.write("\n# an edit\n")
+    assert run(book, "figures", "--check", check=False).returncode == 1
+    after = statuses(run(book, "figures").stdout)
+    assert after == {"ch90/alpha": "computed", "ch90/alpha-facts": "computed",
+                     "ch91/beta": "cached", "ch91/beta-facts": "cached",
+                     "ch92/gamma": "cached", "ch92/gamma-facts": "cached"}
+
+
+def test_changing_a_shared_module_reruns_exactly_its_users(book: Path) -> None:
+    run(book, "figures")
+    (book / "vitbook/only_b.py").write_text(ONLY_B.replace("return 1", "return 2"))
+    after = statuses(run(book, "figures").stdout)
+    assert {k for k, s in after.items() if s == "computed"} == {"ch91/beta", "ch91/beta-facts"}
+    facts = json.loads((book / "figures/facts.json").read_text())
+    assert facts["ch91"]["answer"]["value"] == 43
+    (book / "vitbook/shared_for_test.py").write_text(SHARED.replace("41", "40"))
+    after = statuses(run(book, "figures").stdout)
+    assert {k for k, s in after.items() if s == "computed"} == {
+        "ch90/alpha", "ch90/alpha-facts", "ch91/beta", "ch91/beta-facts"}
+
+
+def test_facts_are_written_by_chapter(book: Path) -> None:
+    run(book, "figures")
+    facts = json.loads((book / "figures/facts.json").read_text())
+    assert facts["ch90"] == {"answer": {"text": "41", "value": 41},
+                             "twice": {"text": "82", "value": 82}}
+    assert facts["ch92"]["answer"]["value"] == 7
+
+
+def test_two_clean_builds_are_byte_identical(book: Path, tmp_path_factory) -> None:
+    run(book, "figures")
+    first = snapshot(book / "figures")
+    shutil.rmtree(book / "figures")
+    shutil.rmtree(book / ".cache")
+    run(book, "figures")
+    assert snapshot(book / "figures") == first
+    names = set(first)
+    assert {"ch90/alpha.png", "ch90/alpha.svg", "ch90/alpha.dark.png",
+            "ch90/alpha.dark.svg"} <= names
+
+
+def test_a_deleted_figure_is_redrawn_from_the_cache_without_recomputing(book: Path) -> None:
+    run(book, "figures")
+    (book / "figures/ch92/gamma.dark.svg").unlink()
+    after = statuses(run(book, "figures").stdout)
+    assert after["ch92/gamma"] == "redrawn" and after["ch90/alpha"] == "cached"
+
+
+def test_a_damaged_cache_entry_is_recomputed_not_trusted(book: Path) -> None:
+    run(book, "figures")
+    clean = snapshot(book / "figures")
+    for entry in (book / ".cache/results").glob("ch90-alpha-*.pkl"):
+        entry.write_bytes(entry.read_bytes()[:-5] + b"xxxxx")
+    (book / "figures/ch90/alpha.png").write_bytes(b"not a png")
+    after = statuses(run(book, "figures").stdout)
+    assert after["ch90/alpha"] == "computed"
+    assert snapshot(book / "figures") == clean
+
+
+@pytest.mark.slow
+def test_killed_build_leaves_no_partial_file_and_the_next_build_finishes_the_job(
+        book: Path) -> None:
+    run(book, "figures")
+    clean = snapshot(book / "figures")
+    shutil.rmtree(book / "figures")
+    shutil.rmtree(book / ".cache")
+    env = dict(os.environ, PYTHONPATH=str(book), VITBOOK_FIGURES=str(book / "figures"),
+               VITBOOK_CACHE=str(book / ".cache"), SLOW="1.5")
+    proc = subprocess.Popen([sys.executable, "-m", "vitbook", "figures"], cwd=book, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while not (book / "figures/ch90/alpha.png").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = snapshot(book / "figures")
+    assert "ch90/alpha.png" in partial and "ch92/gamma.png" not in partial
+    assert not [n for n in partial if n.endswith(".tmp") or "/." in n]
+    for name, blob in partial.items():
+        if name.endswith((".png", ".svg")):
+            assert blob == clean[name], f"{name} is not a complete file"
+    resumed = statuses(run(book, "figures").stdout)
+    assert resumed["ch92/gamma"] == "computed"
+    assert snapshot(book / "figures") == clean
+
+
+def test_cli_rejects_bad_input_with_status_2_and_the_valid_choices(book: Path) -> None:
+    proc = run(book, "figures", "--chapter", "3", check=False)
+    assert proc.returncode == 2 and "chapters with figures: 90, 91, 92" in proc.stderr
+    proc = run(book, "figures", "--only", "ch90/nope", check=False)
+    assert proc.returncode == 2 and "ch90/alpha" in proc.stderr
+    proc = run(book, "figures", "--jobs", "0", check=False)
+    assert proc.returncode == 2 and "--jobs" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_parallel_build_gives_the_same_bytes(book: Path) -> None:
+    run(book, "figures")
+    clean = snapshot(book / "figures")
+    shutil.rmtree(book / "figures")
+    shutil.rmtree(book / ".cache")
+    run(book, "figures", "--jobs", "2")
+    assert snapshot(book / "figures") == clean
+
+
+def test_committed_figures_are_up_to_date() -> None:
+    """figures/ in the repository matches the code: nothing in it is stale."""
+    proc = subprocess.run([sys.executable, "-m", "vitbook", "figures", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, VITBOOK_FIGURES=str(ROOT / "figures")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
