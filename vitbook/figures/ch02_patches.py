@@ -176,8 +176,9 @@ def _(data, v):
     for k in range(1, kept // p + 1):
         ax.axhline(k * p - 0.5, color="white", lw=0.7)
         ax.axvline(k * p - 0.5, color="white", lw=0.7)
-    ax.axvspan(kept - 0.5, IMAGE - 0.5, color=c["red"], alpha=0.55, lw=0)
-    ax.axhspan(kept - 0.5, IMAGE - 0.5, color=c["red"], alpha=0.55, lw=0)
+    band = {"facecolor": c["red"], "alpha": 0.6, "hatch": "///", "edgecolor": "white", "lw": 0}
+    ax.axvspan(kept - 0.5, IMAGE - 0.5, **band)
+    ax.axhspan(kept - 0.5, IMAGE - 0.5, **band)
     ax.set_xlim(-0.5, IMAGE - 0.5)
     ax.set_ylim(IMAGE - 0.5, -0.5)
     ax.set_title(f"P = {p}: the red band is never seen", fontsize=10)
