@@ -1,0 +1,147 @@
+"""The built site, shared by the browser tests and the link checker.
+
+``built_site()`` returns a folder holding the book built with ``mkdocs build --strict``: the
+folder named by ``$VITBOOK_SITE`` if set (CI builds once and points the tests at it), otherwise a
+fresh build into a temporary folder, made once per test session. ``serve()`` serves a folder on
+127.0.0.1 from a thread. ``nav_pages()`` lists the site's pages from ``mkdocs.yml``'s nav, so
+tests can be parametrized before anything is built.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+MAX_PAGE_BYTES = 3 * 1024 * 1024
+#: Each page's transferred bytes, filled by the page visits, printed in the terminal summary.
+PAGE_BYTES: dict[str, int] = {}
+
+
+class _Loader(yaml.SafeLoader):
+    """Reads mkdocs.yml, ignoring its ``!!python/name`` tags."""
+
+
+_Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+
+
+@functools.cache
+def mkdocs_config() -> dict:
+    return yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_Loader)
+
+
+def site_prefix() -> str:
+    """The path part of ``site_url`` (``/vitbook/``): absolute links start with it."""
+    path = urlsplit(mkdocs_config().get("site_url", "/")).path or "/"
+    return path if path.endswith("/") else path + "/"
+
+
+def page_url(src: str) -> str:
+    """The site-relative URL of a docs source file: ``02-patches.md`` -> ``02-patches/``."""
+    stem = re.sub(r"\.(md|py|ipynb)$", "", src)
+    if stem == "index":
+        return ""
+    return (stem.removesuffix("/index") if stem.endswith("/index") else stem) + "/"
+
+
+def _walk(nav: object) -> Iterator[tuple[str, str]]:
+    if isinstance(nav, str):
+        yield nav, nav
+    elif isinstance(nav, list):
+        for entry in nav:
+            yield from _walk(entry)
+    elif isinstance(nav, dict):
+        for title, value in nav.items():
+            if isinstance(value, str):
+                yield title, value
+            else:
+                yield from _walk(value)
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """``(title, url)`` for every page in the nav (external links left out)."""
+    pages = []
+    for title, src in _walk(mkdocs_config().get("nav", [])):
+        if "://" in src:
+            continue
+        pages.append((title, page_url(src)))
+    return pages
+
+
+def sitemap_pages(site: Path) -> list[str]:
+    """Site-relative URLs listed in the built ``sitemap.xml``."""
+    ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+    prefix = site_prefix()
+    urls = []
+    for loc in ET.parse(site / "sitemap.xml").getroot().findall("s:url/s:loc", ns):
+        path = urlsplit(loc.text.strip()).path
+        urls.append(path[len(prefix) :] if path.startswith(prefix) else path.lstrip("/"))
+    return urls
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def build_site(
+    dest: Path, *, env: dict[str, str] | None = None, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict -d dest`` from the repository root (optionally under ``prefix``)."""
+    cmd = [*(prefix or []), sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(dest)]
+    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})}
+    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=900)
+
+
+def built_site() -> Path:
+    """The built book: ``$VITBOOK_SITE``, or a fresh strict build made once per session."""
+    given = os.environ.get("VITBOOK_SITE")
+    if given:
+        site = Path(given)
+        if not (site / "index.html").is_file():
+            raise RuntimeError(
+                f"VITBOOK_SITE={given} holds no index.html: build the site there "
+                f"with `mkdocs build --strict -d {given}`"
+            )
+        return site
+    if "site" not in _BUILT:
+        dest = Path(tempfile.mkdtemp(prefix="vitbook-site-"))
+        proc = build_site(dest)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+            raise RuntimeError(f"mkdocs build --strict failed (exit {proc.returncode}):\n{tail}")
+        _BUILT["site"] = dest
+        # the link checker, collected in the same session, reuses this build
+        os.environ["VITBOOK_SITE"] = str(dest)
+    return _BUILT["site"]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on 127.0.0.1 (a free port) from a thread; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
