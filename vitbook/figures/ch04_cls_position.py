@@ -1,0 +1,327 @@
+"""Chapter 4, The CLS token and position embeddings: Eq. 1, permutation equivariance measured
+on the real model, sin-cos similarity maps, and the two classic traps."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import textwrap
+
+import numpy as np
+import torch
+
+from vitbook import plot
+from vitbook.analysis import cosine_similarity_map, interpolate_pos_embed, sincos_1d, sincos_2d
+from vitbook.calc import param_breakdown
+from vitbook.data.face import face, face_tensor
+from vitbook.engine import facts, figure
+from vitbook.model import VisionTransformer, load_pretrained, preset
+from vitbook.patches import patchify, unpatchify
+
+IMAGE = 224
+GRID = 14  # ViT-B/16 and ViT-Ti/16 at 224 pixels: a 14 x 14 grid of patches
+PE_DIM = 768  # width of the sin-cos tables drawn (ViT-B's D)
+# Patches whose similarity maps are drawn: (row, column) on the 14 x 14 grid.
+CHOSEN = ((0, 0), (6, 13), (7, 7), (12, 3))
+
+
+# --8<-- [start:shuffle]
+def shuffle_patches(x: torch.Tensor, perm: torch.Tensor, patch: int) -> torch.Tensor:
+    """Rearrange the P x P tiles of images x (B, C, H, W): tile perm[i] moves to place i."""
+    B, C, H, W = x.shape
+    tiles = patchify(x, patch)  # (B, N, C*P*P), raster order
+    return unpatchify(tiles[:, perm], patch, C, (H // patch, W // patch))  # (B, C, H, W)
+    # --8<-- [end:shuffle]
+
+
+# --8<-- [start:assemble]
+def assemble_z0(model: VisionTransformer, x: torch.Tensor) -> torch.Tensor:
+    """Eq. 1 by hand: z0 = [x_class; x_p^1 E; ...; x_p^N E] + E_pos."""
+    patches = model.patch_embed(x)  # (B, N, D): x_p^i E for every patch
+    cls = model.cls_token.expand(x.shape[0], -1, -1)  # (B, 1, D): one copy per image
+    z = torch.cat([cls, patches], dim=1)  # (B, N+1, D): CLS first, at index 0
+    return z + model.pos_embed  # (B, N+1, D) + (1, N+1, D): one row per token, CLS included
+    # --8<-- [end:assemble]
+
+
+@figure(chapter=4, id="z0-assembly", size=(7.2, 3.6))
+def z0_assembly(rec):
+    """Eq. 1 on the face: the face preset (49 patches, D = 8) with a 2D sin-cos table."""
+    cfg = preset("face", pos_embed="sincos2d")
+    model = VisionTransformer(cfg=cfg).eval()
+    with torch.no_grad():
+        model.cls_token.fill_(0.5)  # a visible stand-in for the learned CLS vector
+        x = face_tensor(IMAGE)
+        z0 = assemble_z0(model, x)
+        out = model.forward_intermediates(x, attn=False)
+    rec.fact("z0_rows", z0.shape[1])
+    rec.fact("z0_cols", z0.shape[2])
+    rec.fact("z0_match", float((z0 - out["with_pos"]).abs().max()), "{:.1e}")
+    tokens = out["with_cls"][0].numpy()
+    return {"tokens": tokens, "pos": model.pos_embed[0].numpy(), "z0": z0[0].numpy()}
+
+
+@z0_assembly.draw
+def _(data, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 1, 3)
+    lim = float(max(np.abs(data[k]).max() for k in ("tokens", "pos", "z0")))
+    titles = ("[x_class; x_p E]", "E_pos", "z0 = sum")
+    ops = ("+", "=", None)
+    n = data["tokens"].shape[0]
+    for ax, key, title, op in zip(axes, ("tokens", "pos", "z0"), titles, ops, strict=True):
+        im = ax.imshow(
+            data[key], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest"
+        )
+        ax.set_title(title, fontsize=10, loc="center")
+        ax.set_xlabel("feature (D = 8)")
+        ax.set_xticks(range(0, 8, 2))
+        ax.set_yticks(
+            [0, 10, 20, 30, 40, n - 1], labels=["CLS 0", "10", "20", "30", "40", str(n - 1)]
+        )
+        ax.axhline(0.5, color=c["highlight"], lw=1.5)
+        if op:
+            ax.text(
+                1.06,
+                0.5,
+                op,
+                transform=ax.transAxes,
+                fontsize=16,
+                fontweight="bold",
+                ha="center",
+                va="center",
+                color=c["fg"],
+            )
+    axes[0].set_ylabel("token (0 = CLS, then patches)")
+    cb = fig.colorbar(im, ax=axes, shrink=0.85, pad=0.02)
+    cb.set_label("value")
+    cb.outline.set_visible(False)
+    return fig
+
+
+def _three_models() -> dict[str, VisionTransformer]:
+    """ViT-Ti/16 with the same weights and three kinds of position table."""
+    out = {}
+    torch.manual_seed(0)
+    base = VisionTransformer(cfg=preset("vit-ti/16", pos_embed="learned")).eval()
+    state = {k: v for k, v in base.state_dict().items() if k != "pos_embed"}
+    for kind in ("none", "learned", "sincos2d"):
+        m = VisionTransformer(cfg=preset("vit-ti/16", pos_embed=kind)).eval()
+        m.load_state_dict(state, strict=False)  # the same weights; only the table differs
+        if kind == "learned":
+            m.pos_embed.data.copy_(base.pos_embed.data)
+        out[kind] = m
+    return out
+
+
+# --8<-- [start:equivariance]
+@torch.no_grad()
+def shuffle_test(model: VisionTransformer, x: torch.Tensor, perm: torch.Tensor) -> dict:
+    """Run x and its patch-shuffled copy; compare the CLS outputs and the patch outputs."""
+    a = model.forward_intermediates(x, attn=False)
+    b = model.forward_intermediates(shuffle_patches(x, perm, model.cfg.patch_size), attn=False)
+    return {
+        "cls": (a["encoded"][:, 0] - b["encoded"][:, 0]).abs().max().item(),
+        # patch i of the shuffled run is patch perm[i] of the original run
+        "patches": (a["encoded"][:, 1:][:, perm] - b["encoded"][:, 1:]).abs().max().item(),
+        "logits": (a["logits"] - b["logits"]).abs().max().item(),
+    }
+    # --8<-- [end:equivariance]
+
+
+@figure(chapter=4, id="permutation", size=(7.2, 3.3))
+def permutation(rec):
+    """Shuffle the face's 196 patches; measure how much ViT-Ti/16's CLS output moves."""
+    x32 = face_tensor(IMAGE)
+    g = torch.Generator().manual_seed(4)
+    perm = torch.randperm(GRID * GRID, generator=g)
+    res = {}
+    for kind, m in _three_models().items():
+        res[(kind, "f32")] = shuffle_test(m, x32, perm)
+        if kind == "none":  # the same model in float64: what is left is float32 round-off
+            res[(kind, "f64")] = shuffle_test(m.double(), x32.double(), perm)
+    rec.fact("cls_diff_none", res[("none", "f64")]["cls"], "{:.1e}")
+    rec.fact("cls_diff_none_f32", res[("none", "f32")]["cls"], "{:.1e}")
+    rec.fact("patch_diff_none", res[("none", "f64")]["patches"], "{:.1e}")
+    rec.fact("cls_diff_learned", res[("learned", "f32")]["cls"], "{:.3f}")
+    rec.fact("cls_diff_sincos", res[("sincos2d", "f32")]["cls"], "{:.3f}")
+    rec.fact("patch_diff_sincos", res[("sincos2d", "f32")]["patches"], "{:.2f}")
+    rec.fact("logit_diff_none_f32", res[("none", "f32")]["logits"], "{:.1e}")
+    rec.fact("logit_diff_learned", res[("learned", "f32")]["logits"], "{:.4f}")
+
+    # global average pooling instead of CLS: also blind to the order without positions
+    torch.manual_seed(0)
+    gap = VisionTransformer(cfg=preset("vit-ti/16", pos_embed="none", pool="mean")).double()
+    with torch.no_grad():
+        xd = x32.double()
+        pa = gap.eval().forward_intermediates(xd, attn=False)["pooled"]
+        pb = gap.forward_intermediates(shuffle_patches(xd, perm, 16), attn=False)["pooled"]
+    rec.fact("gap_diff_none", (pa - pb).abs().max().item(), "{:.1e}")
+    rec.fact("ti_params", param_breakdown(preset("vit-ti/16"))["total"])
+    shuffled = shuffle_patches(x32, perm, 16)[0].permute(1, 2, 0).numpy()
+    bars = {kind: res[(kind, "f32")]["cls"] for kind in ("none", "learned", "sincos2d")}
+    bars["none (float64)"] = res[("none", "f64")]["cls"]
+    return {"image": face(IMAGE), "shuffled": shuffled, "bars": bars}
+
+
+@permutation.draw
+def _(data, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 1, 3, width_ratios=[1, 1, 1.5])
+    plot.show_image(axes[0], data["image"], title="the face")
+    plot.show_image(axes[1], data["shuffled"], title="shuffled")
+    for ax in axes[:2]:
+        ax.title.set_fontsize(10)
+    ax = axes[2]
+    order = ["none (float64)", "none", "learned", "sincos2d"]
+    labels = [
+        "no positions\n(float64)",
+        "no positions\n(float32)",
+        "learned\n(at init)",
+        "2D sin-cos",
+    ]
+    vals = [data["bars"][k] for k in order]
+    colors = [c["green"], c["green"], c["orange"], c["orange"]]
+    ax.barh(range(4), vals, color=colors)
+    ax.set_xscale("log")
+    ax.set_xlim(1e-17, 10)
+    ax.set_ylim(3.5, -0.85)
+    ax.set_yticks(range(4), labels=labels, fontsize=8.5)
+    for i, val in enumerate(vals):
+        ax.text(val * 2, i, f"{val:.1e}", va="center", fontsize=8.5, color=c["fg"])
+    ax.axvline(np.finfo(np.float32).eps, color=c["muted"], lw=1, ls="--")
+    ax.text(
+        np.finfo(np.float32).eps * 0.5,
+        -0.62,
+        "float32 eps",
+        color=c["muted"],
+        fontsize=8,
+        ha="right",
+        va="center",
+    )
+    ax.set_xlabel("max |CLS output change| (log scale)")
+    ax.set_title("ViT-Ti/16, same weights", fontsize=10)
+    return fig
+
+
+def _similarity_maps(table: torch.Tensor) -> np.ndarray:
+    """(len(CHOSEN), 14, 14) cosine similarity of each chosen patch with every patch."""
+    sim = cosine_similarity_map(table, GRID, num_prefix_tokens=0)  # (14, 14, 14, 14)
+    return np.stack([sim[r, col].numpy() for r, col in CHOSEN])
+
+
+@figure(chapter=4, id="sincos-similarity", size=(7.2, 3.9))
+def sincos_similarity(rec):
+    """1D vs 2D sin-cos tables for 196 patches (D = 768), as Fig. 7 (centre) of the paper."""
+    one = sincos_1d(GRID * GRID, PE_DIM)  # (196, 768): position = raster index only
+    two = sincos_2d(GRID, GRID, PE_DIM)  # (196, 768): half row, half column
+    s1 = cosine_similarity_map(one, GRID, num_prefix_tokens=0)
+    s2 = cosine_similarity_map(two, GRID, num_prefix_tokens=0)
+    # patch (7, 7) against its right neighbour, the patch below, and a wrap-around pair:
+    # (6, 13) ends a row and (7, 0) starts the next, one step apart in raster order
+    for name, s in (("1d", s1), ("2d", s2)):
+        rec.fact(f"sim{name}_right", float(s[7, 7, 7, 8]), "{:.2f}")
+        rec.fact(f"sim{name}_below", float(s[7, 7, 8, 7]), "{:.2f}")
+        rec.fact(f"sim{name}_wrap", float(s[6, 13, 7, 0]), "{:.2f}")
+        rec.fact(f"sim{name}_far", float(s[0, 0, 13, 13]), "{:.2f}")
+    rec.fact("pe_dim", PE_DIM)
+    rec.fact("grid", GRID)
+    return {"1d": _similarity_maps(one), "2d": _similarity_maps(two)}
+
+
+@sincos_similarity.draw
+def _(data, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 2, len(CHOSEN))
+    lo = min(float(data[k].min()) for k in ("1d", "2d"))
+    for row, (key, name) in enumerate((("1d", "1D sin-cos"), ("2d", "2D sin-cos"))):
+        for col, (r, cc) in enumerate(CHOSEN):
+            ax = axes[row, col]
+            im = ax.imshow(data[key][col], cmap="viridis", vmin=lo, vmax=1, interpolation="nearest")
+            ax.plot(cc, r, marker="s", ms=7, mfc="none", mec=c["highlight"], mew=2)
+            ax.set_xticks([0, 13])
+            ax.set_yticks([0, 13])
+            ax.tick_params(labelsize=8, length=2)
+            if row == 0:
+                ax.set_title(f"patch (row {r}, col {cc})", fontsize=9, loc="center")
+            if col == 0:
+                ax.set_ylabel(f"{name}\nrow", fontsize=9)
+            if row == 1:
+                ax.set_xlabel("column", fontsize=9)
+    cb = fig.colorbar(im, ax=axes, shrink=0.8, pad=0.02)
+    cb.set_label("cosine similarity")
+    cb.outline.set_visible(False)
+    return fig
+
+
+@facts(chapter=4, id="pos-params")
+def pos_params(rec):
+    """What a learned position table costs, from the calculator."""
+    for name in ("vit-b/16", "vit-ti/16", "vit-l/16", "vit-h/14"):
+        cfg = preset(name)
+        p = param_breakdown(cfg)
+        tag = name.replace("vit-", "").replace("/", "")
+        rec.fact(f"pos_params_{tag}", p["pos_embed"])
+        if name == "vit-b/16":
+            rec.fact("seq_b16", cfg.seq_len)
+            rec.fact("dim_b16", cfg.dim)
+            rec.fact("cls_params_b16", p["cls_token"])
+            rec.fact("pos_share_b16", p["pos_embed"] / p["total"], "{:.2%}")
+            big = preset(name, image_size=384)
+            rec.fact("pos_params_b16_384", param_breakdown(big)["pos_embed"])
+            rec.fact("seq_b16_384", big.seq_len)
+    rec.fact(
+        "sincos_params_b16", param_breakdown(preset("vit-b/16", pos_embed="sincos2d"))["pos_embed"]
+    )
+
+
+@facts(chapter=4, id="traps")
+def traps(rec):
+    """The two traps: CLS appended at the end but read at 0; a table without the CLS row."""
+    torch.manual_seed(0)
+    m = VisionTransformer(cfg=preset("vit-ti/16", depth=4, pos_embed="none")).double().eval()
+    x = face_tensor(IMAGE).double()
+    perm = torch.randperm(GRID * GRID, generator=torch.Generator().manual_seed(4))
+
+    def wrong_readout(img):  # CLS appended at the end, output read from index 0
+        z = m.patch_embed(img)
+        z = torch.cat([z, m.cls_token.expand(img.shape[0], -1, -1)], dim=1)
+        for blk in m.blocks:
+            z, _ = blk(z)
+        return m.norm(z)[:, 0]
+
+    with torch.no_grad():
+        wa, wb = wrong_readout(x), wrong_readout(shuffle_patches(x, perm, 16))
+    rec.fact("wrong_cls_diff", (wa - wb).abs().max().item(), "{:.2f}")
+
+    # a (1, N, D) table: torch's broadcasting error, and vitbook's own check
+    D, N = 768, GRID * GRID
+    tokens = torch.zeros(1, N + 1, D)
+    table = torch.zeros(1, N, D)
+    try:
+        tokens + table
+        torch_msg = ""
+    except RuntimeError as err:
+        torch_msg = str(err)
+    try:
+        interpolate_pos_embed(table, GRID, 24)
+        vit_msg = ""
+    except ValueError as err:
+        vit_msg = str(err)
+    rec.fact("torch_table_error", torch_msg, text=torch_msg)
+    rec.fact("vitbook_table_error", vit_msg, text=vit_msg)
+
+    # loading such a checkpoint into the book's model: load_pretrained names the mismatch
+    small = VisionTransformer(cfg=preset("vit-ti/16", depth=1))
+    sd = {k: v.clone() for k, v in small.state_dict().items()}
+    sd["pos_embed"] = sd["pos_embed"][:, 1:]  # the CLS row forgotten
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "forgot-cls.pth")
+        torch.save(sd, path)
+        try:
+            load_pretrained(small, path)
+            load_msg = ""
+        except ValueError as err:
+            load_msg = [ln.strip() for ln in str(err).splitlines() if "pos_embed:" in ln][0]
+    rec.fact("load_table_error", load_msg, text=load_msg)
+    return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
