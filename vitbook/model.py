@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vitbook.analysis import sincos_2d
+from vitbook.patches import check_divisible
 
 __all__ = [
     "PRESETS",
@@ -83,13 +84,7 @@ class ViTConfig:
             raise ValueError(f"patch size {p} must be a positive integer; use e.g. 16")
         if h < 1 or w < 1:
             raise ValueError(f"image size {h}x{w} must be positive; use e.g. 224")
-        if h % p or w % p:
-            (h_lo, h_hi), (w_lo, w_hi) = _nearest_multiples(h, p), _nearest_multiples(w, p)
-            if h == w:
-                fix = f"resize to {h_lo} or {h_hi}"
-            else:
-                fix = f"resize to {h_lo}x{w_lo} or {h_hi}x{w_hi}"
-            raise ValueError(f"image {h}x{w} is not divisible by patch size {p}; {fix}")
+        check_divisible(h, w, p)  # names the nearest sizes that work
         if self.in_chans < 1:
             raise ValueError(f"in_chans {self.in_chans} must be at least 1; use 3 for RGB")
         if self.heads < 1:

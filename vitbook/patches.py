@@ -17,14 +17,18 @@ def check_divisible(height: int, width: int, patch: int) -> tuple[int, int]:
     A strided convolution would silently drop the leftover pixels, so we refuse instead.
     """
     if patch < 1:
-        raise ValueError(f"patch size must be a positive number of pixels, got {patch}")
-    bad = [(name, n) for name, n in (("height", height), ("width", width)) if n % patch]
-    if bad:
-        name, n = bad[0]
-        lower, upper = n - n % patch, n - n % patch + patch
+        raise ValueError(f"patch size {patch} must be a positive integer; use e.g. 16")
+    if height % patch or width % patch:
+        over = height % patch or width % patch
+        side = "height" if height % patch else "width"
+        lo_h, lo_w = height - height % patch, width - width % patch
+        hi_h, hi_w = lo_h + patch * (height % patch > 0), lo_w + patch * (width % patch > 0)
+        fix = (f"{lo_h} or {hi_h}" if height == width
+               else f"{lo_h}x{lo_w} or {hi_h}x{hi_w}")
         raise ValueError(
             f"image {height}x{width} is not divisible by patch size {patch} "
-            f"({name} {n} leaves {n % patch} pixels over); resize to {lower} or {upper}"
+            f"({side} {height if side == 'height' else width} leaves {over} pixel{'s' * (over != 1)} over); "
+            f"resize to {fix}"
         )
     return height // patch, width // patch
 
