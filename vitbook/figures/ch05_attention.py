@@ -22,8 +22,8 @@ WORKED_Q = [[1.0, 0.0, 1.0, 0.0]]  # (1, d_k)
 WORKED_K = [
     [1.0, 0.0, 1.0, 0.0],  # key 1: identical to the query
     [0.0, 1.0, 0.0, 1.0],  # key 2: orthogonal to it
-    [1.0, 1.0, 0.0, 0.0],
-]  # key 3: half-way
+    [1.0, 1.0, 0.0, 0.0],  # key 3: half-way
+]
 WORKED_V = [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]  # (3, d_v)
 # --8<-- [end:worked-inputs]
 
@@ -191,8 +191,8 @@ X4 = [
     [1.0, 0.0, 0.0, 1.0],  # CLS (a learned vector in a real ViT)
     [2.0, 0.0, 1.0, 0.0],  # patch 1
     [0.0, 1.0, 2.0, 0.0],  # patch 2
-    [1.0, 2.0, 0.0, 1.0],
-]  # patch 3
+    [1.0, 2.0, 0.0, 1.0],  # patch 3
+]
 W_Q4 = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]  # (D, Dh): q = [x1 + x3, x2 + x4]
 W_K4 = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]  # (D, Dh): k = [x1 + x4, x2 + x3]
 W_V4 = [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [1.0, 1.0]]  # (D, Dh): v = [x1 + x4, x2 + x4]
@@ -357,7 +357,7 @@ def why_scale(rec):
         for where, i in (("min", lo), ("64", i64), ("max", hi)):
             rec.fact(f"std_{tag}_{where}", r[name]["std"][i], "{:.2f}")
             rec.fact(f"maxw_{tag}_{where}", r[name]["max_weight"][i], "{:.3f}")
-            rec.fact(f"grad_{tag}_{where}", r[name]["grad_norm"][i], "{:.3f}")
+            rec.fact(f"grad_{tag}_{where}", r[name]["grad_norm"][i], "{:.2g}")
     rec.fact(
         "grad_ratio_max", r["scaled"]["grad_norm"][hi] / r["unscaled"]["grad_norm"][hi], "{:.0f}"
     )
