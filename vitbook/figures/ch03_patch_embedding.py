@@ -1,0 +1,284 @@
+"""Chapter 3, Patch embedding: one shared linear map, a strided convolution, and what E learns."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from matplotlib.patches import Rectangle
+
+from vitbook import plot
+from vitbook.calc import param_breakdown
+from vitbook.data.face import face, face_tensor
+from vitbook.engine import facts, figure
+from vitbook.handset import patch_pca, pca_reconstruct
+from vitbook.model import PatchEmbed, VisionTransformer, preset
+from vitbook.patches import patchify
+
+IMAGE = 224
+P = 16  # ViT-B/16's patch size: 14 x 14 = 196 patches of 16 x 16 x 3 = 768 numbers
+D = 768  # ViT-B's width
+CHOSEN = 105  # a 16 x 16 patch at the corner of the mouth (row 7, column 7 of the 14 x 14 grid)
+KS = (1, 2, 4, 8, 16, 32, 64, 128, 195)  # numbers of components to rebuild from (rank <= 195)
+
+
+# --8<-- [start:naive]
+def embed_naive(images: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, patch: int):
+    """Patch embedding as a first attempt: slice every patch in a Python loop, flatten it,
+    apply the shared Linear. weight: (D, C*P*P), bias: (D,). Returns (B, N, D)."""
+    B, C, H, W = images.shape
+    tokens = []
+    for top in range(0, H, patch):  # rows of patches, top to bottom
+        for left in range(0, W, patch):  # then left to right: raster order
+            x = images[:, :, top : top + patch, left : left + patch]  # (B, C, P, P)
+            tokens.append(x.reshape(B, -1) @ weight.T + bias)  # (B, C*P*P) -> (B, D)
+    return torch.stack(tokens, dim=1)  # (B, N, D)
+    # --8<-- [end:naive]
+
+
+# --8<-- [start:linear]
+def embed_linear(images: torch.Tensor, proj: torch.nn.Conv2d, patch: int) -> torch.Tensor:
+    """The same map written as patchify + one matrix product, reusing the Conv2d's weights."""
+    E = proj.weight.reshape(proj.out_channels, -1)  # (D, C, P, P) -> (D, C*P*P): (C, P, P) order
+    return patchify(images, patch) @ E.T + proj.bias  # (B, N, C*P*P) @ (C*P*P, D) -> (B, N, D)
+    # --8<-- [end:linear]
+
+
+# --8<-- [start:wrong-order]
+def embed_wrong_order(images: torch.Tensor, proj: torch.nn.Conv2d, patch: int) -> torch.Tensor:
+    """A classic bug: patches flattened as (P, P, C), pixel by pixel; the weight as (C, P, P)."""
+    B, C, H, W = images.shape
+    x = images.permute(0, 2, 3, 1)  # (B, H, W, C): channels last, as in an image file
+    x = x.reshape(B, H // patch, patch, W // patch, patch, C).permute(0, 1, 3, 2, 4, 5)
+    x = x.reshape(B, -1, patch * patch * C)  # (B, N, P*P*C): R, G, B of pixel 0, then pixel 1...
+    return x @ proj.weight.reshape(proj.out_channels, -1).T + proj.bias  # (B, N, D), wrong
+    # --8<-- [end:wrong-order]
+
+
+def _b16_embed() -> PatchEmbed:
+    return PatchEmbed(patch_size=P, in_chans=3, dim=D)  # the model's own module, PyTorch's init
+
+
+@figure(chapter=3, id="conv-equals-linear", size=(7.2, 3.2))
+def conv_equals_linear(rec):
+    """Conv2d(kernel = stride = 16) against patchify + Linear on the face, and the wrong order."""
+    embed = _b16_embed()
+    x = face_tensor(IMAGE)  # (1, 3, 224, 224)
+    with torch.no_grad():
+        conv = embed(x)[0]  # (196, 768)
+        lin = embed_linear(x, embed.proj, P)[0]
+        naive = embed_naive(x, embed.proj.weight.reshape(D, -1), embed.proj.bias, P)[0]
+        wrong = embed_wrong_order(x, embed.proj, P)[0]
+    rec.fact("tokens", conv.shape[0])
+    rec.fact("dim", conv.shape[1])
+    rec.fact("values", conv.numel())
+    rec.fact("max_diff", float((conv - lin).abs().max()), "{:.1e}")
+    rec.fact("max_diff_naive", float((conv - naive).abs().max()), "{:.1e}")
+    rec.fact("max_diff_wrong", float((conv - wrong).abs().max()), "{:.2f}")
+    rec.fact("conv_abs_max", float(conv.abs().max()), "{:.2f}")
+    rec.fact("corr_wrong", float(np.corrcoef(conv.flatten(), wrong.flatten())[0, 1]), "{:.2f}")
+    g = np.random.default_rng(0)
+    pick = g.choice(conv.numel(), size=4000, replace=False)
+    return {
+        "conv": conv.flatten().numpy()[pick],
+        "lin": lin.flatten().numpy()[pick],
+        "wrong": wrong.flatten().numpy()[pick],
+        "max_diff": float((conv - lin).abs().max()),
+        "max_wrong": float((conv - wrong).abs().max()),
+    }
+
+
+@conv_equals_linear.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 1, 2, sharex=True, sharey=True)
+    lim = float(np.abs(d["conv"]).max()) * 1.05
+    for ax, key, color, title, note in (
+        (axes[0], "lin", c["blue"], "patchify (C, P, P) + Linear",
+         f"max |difference| = {d['max_diff']:.1e}"),
+        (axes[1], "wrong", c["red"], "flattened (P, P, C) + Linear",
+         f"max |difference| = {d['max_wrong']:.2f}"),
+    ):  # fmt: skip
+        ax.plot([-lim, lim], [-lim, lim], color=c["muted"], lw=0.8)
+        ax.scatter(d["conv"], d[key], s=3, color=color, alpha=0.5, lw=0)
+        ax.set_title(title, fontsize=10)
+        ax.text(0.03, 0.95, note, transform=ax.transAxes, va="top", fontsize=9, color=c["fg"])
+        ax.set_xlabel("Conv2d output (one token value)")
+        ax.set_aspect("equal")
+        ax.set_xlim(-lim, lim)
+        ax.set_ylim(-lim, lim)
+    axes[0].set_ylabel("other path's output")
+    return fig
+
+
+def _median_ms(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1000 * float(np.median(times))
+
+
+@figure(chapter=3, id="timing", size=(7.2, 2.3), deterministic=False)
+def timing(rec):
+    """Measured on this machine's CPU: the loop, patchify + matmul, and the convolution."""
+    batch, repeats = 4, 5
+    embed = _b16_embed()
+    x = face_tensor(IMAGE).expand(batch, -1, -1, -1).contiguous()  # (4, 3, 224, 224)
+    w, b = embed.proj.weight.reshape(D, -1), embed.proj.bias
+    with torch.no_grad():
+        ms = {
+            "naive": _median_ms(lambda: embed_naive(x, w, b, P), repeats),
+            "linear": _median_ms(lambda: embed_linear(x, embed.proj, P), repeats),
+            "conv": _median_ms(lambda: embed(x), repeats),
+        }
+    rec.fact("batch", batch)
+    rec.fact("repeats", repeats)
+    rec.fact("threads", torch.get_num_threads())
+    for k, t in ms.items():
+        rec.fact(f"ms_{k}", t, "{:.1f}")
+    rec.fact("naive_over_conv", ms["naive"] / ms["conv"], "{:.1f}")
+    rec.fact("linear_over_conv", ms["linear"] / ms["conv"], "{:.1f}")
+    return ms
+
+
+@timing.draw
+def _(ms, v):
+    c = plot.colors(v)
+    fig, ax = plot.subplots(v)
+    names = {"naive": "Python loop over 196 patches", "linear": "patchify + one matmul",
+             "conv": "Conv2d(kernel = stride = 16)"}  # fmt: skip
+    keys = ["conv", "linear", "naive"]
+    vals = [ms[k] for k in keys]
+    ax.barh(range(3), vals, color=[c["blue"], c["green"], c["orange"]], height=0.6)
+    ax.set_yticks(range(3), labels=[names[k] for k in keys])
+    for i, val in enumerate(vals):
+        ax.annotate(
+            f"{val:.1f} ms",
+            (val, i),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=9,
+        )
+    ax.set_xlim(0, max(vals) * 1.2)
+    ax.set_xlabel("median time for a batch of 4 images, ViT-B/16 embedding (ms, CPU)")
+    return fig
+
+
+@facts(chapter=3, id="param-count")
+def param_count(rec):
+    """P^2 C D + D from the calculator and from the real model's module."""
+    for name in ("vit-ti/16", "vit-s/16", "vit-b/16", "vit-b/32", "vit-l/16", "vit-h/14"):
+        tag = name.replace("vit-", "").replace("/", "_")
+        p = param_breakdown(preset(name))
+        rec.fact(f"params_{tag}", p["patch_embed"])
+        rec.fact(f"share_{tag}", p["patch_embed"] / p["total"], "{:.2%}")
+    cfg = preset("vit-b/16")
+    rec.fact("b16_weight", cfg.in_chans * cfg.patch_size**2 * cfg.dim)
+    rec.fact("b16_bias", cfg.dim)
+    model = VisionTransformer(cfg=preset("vit-b/16", depth=0, num_classes=0))  # embedding only
+    rec.fact("params_b16_model", sum(p.numel() for p in model.patch_embed.parameters()))
+    face_cfg = preset("face")
+    rec.fact("params_face", param_breakdown(face_cfg)["patch_embed"])
+
+
+@figure(chapter=3, id="pca-filters", size=(7.2, 2.2))
+def pca_filters(rec):
+    """The first 16 principal components of the face's 196 patches, as 16 x 16 x 3 images."""
+    patches = patchify(face_tensor(IMAGE), P)[0]  # (196, 768)
+    comps, mean, share = patch_pca(patches, 16)
+    rec.fact("pca_patches", patches.shape[0])
+    rec.fact("pca_len", patches.shape[1])
+    rec.fact("share_first", float(share[0]), "{:.0%}")
+    rec.fact("share_8", float(share[:8].sum()), "{:.0%}")
+    rec.fact("share_16", float(share.sum()), "{:.0%}")
+    imgs = comps.reshape(16, 3, P, P).permute(0, 2, 3, 1).numpy()  # (16, P, P, 3)
+    return {"comps": imgs, "share": share.numpy()}
+
+
+@pca_filters.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 2, 8)
+    lim = float(np.abs(d["comps"]).max())
+    for k, ax in enumerate(axes.flat):
+        plot.show_image(ax, np.clip(0.5 + 0.5 * d["comps"][k] / lim, 0, 1))
+        ax.set_title(
+            f"{k + 1}: {d['share'][k]:.1%}",
+            fontsize=8.5,
+            loc="center",
+            fontweight="normal",
+            color=c["fg"],
+        )
+    return fig
+
+
+@figure(chapter=3, id="pca-rebuild", size=(7.2, 3.6))
+def pca_rebuild(rec):
+    """One patch rebuilt from its first k components, and the error against k for all patches."""
+    patches = patchify(face_tensor(IMAGE), P)[0].double()  # (196, 768)
+    comps, mean, _ = patch_pca(patches, max(KS))
+    rebuilt = {k: pca_reconstruct(patches[CHOSEN], comps, mean, k) for k in KS}
+    err = {}  # root-mean-square pixel error, chosen patch and mean over all patches
+    for k in KS:
+        scores = (patches - mean) @ comps[:k].T  # (196, k): every patch's embedding
+        approx = mean + scores @ comps[:k]  # (196, 768)
+        rms = ((patches - approx) ** 2).mean(dim=1).sqrt()  # (196,)
+        err[k] = (float(((patches[CHOSEN] - rebuilt[k]) ** 2).mean().sqrt()), float(rms.mean()))
+    rec.fact("chosen", CHOSEN)
+    for k in (8, 16, 64):
+        rec.fact(f"rms_chosen_k{k}", err[k][0], "{:.3f}")
+        rec.fact(f"rms_mean_k{k}", err[k][1], "{:.3f}")
+    rec.fact("rms_mean_full", err[max(KS)][1], "{:.0e}")
+    rec.fact("k_full", max(KS))
+    rec.fact("rms_mean_k0", float(((patches - mean) ** 2).mean(dim=1).sqrt().mean()), "{:.3f}")
+
+    def img(t: torch.Tensor) -> np.ndarray:
+        return t.reshape(3, P, P).permute(1, 2, 0).clamp(0, 1).numpy()
+
+    return {"original": img(patches[CHOSEN]), "rebuilt": {k: img(r) for k, r in rebuilt.items()},
+            "err": err, "image": face(IMAGE)}  # fmt: skip
+
+
+@pca_rebuild.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig = plot.new_figure(v)
+    grid = fig.add_gridspec(2, 1, height_ratios=[1, 1.5])
+    shown = (1, 4, 8, 16, 64, 195)
+    top = grid[0].subgridspec(1, len(shown) + 2)
+    ax = fig.add_subplot(top[0])
+    plot.show_image(ax, d["image"])
+    r, col = divmod(CHOSEN, IMAGE // P)
+    ax.add_patch(
+        Rectangle((col * P - 0.5, r * P - 0.5), P, P, fill=False, ec=c["highlight"], lw=1.5)
+    )
+    ax.set_title(f"patch {CHOSEN}", fontsize=8.5, loc="center")
+    ax = fig.add_subplot(top[1])
+    plot.show_image(ax, d["original"])
+    ax.set_title("original", fontsize=8.5, loc="center")
+    for i, k in enumerate(shown):
+        ax = fig.add_subplot(top[i + 2])
+        plot.show_image(ax, d["rebuilt"][k])
+        ax.set_title(f"k = {k}", fontsize=8.5, loc="center", fontweight="normal")
+    ax = fig.add_subplot(grid[1])
+    ks = [k for k in sorted(d["err"]) if k < max(KS)]  # at k = 195 the error is ~1e-15
+    chosen = [d["err"][k][0] for k in ks]
+    mean = [d["err"][k][1] for k in ks]
+    ax.plot(ks, mean, "o-", color=c["blue"], ms=4)
+    ax.plot(ks, chosen, "o-", color=c["orange"], ms=4)
+    plot.label_line(ax, ks[-1], mean[-1], "mean over\nall 196 patches", c["blue"])
+    plot.label_line(ax, ks[-1], chosen[-1], f"patch {CHOSEN}", c["orange"])
+    ax.set_xlim(0.8, 600)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ks, labels=[str(k) for k in ks])
+    ax.minorticks_off()
+    ax.set_xlabel("components kept, k (D of an embedding that keeps only these)")
+    ax.set_ylabel("RMS pixel error\n(pixels in [0, 1])")
+    ax.grid(True, axis="y")
+    return fig
