@@ -10,7 +10,10 @@ In a page (``docs/NN-slug.md``):
 * ``{% filter equation("patch-count") %} N = HW/P^2 {% endfilter %}`` is numbered Eq. N.k;
 * ``{{ ref("patch-grids") }}`` links to a figure or equation by id (``ch05/id`` across pages);
 * ``{{ cite("dosovitskiy2021") }}`` cites ``docs/references.bib``; unknown keys fail the build;
-* ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation.
+* ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation;
+* ``{{ cite_book() }}``, ``{{ cite_chapter(2) }}``, ``{{ cite_figure("ch02/patch-grids") }}``
+  give the same citations on any page (the "How to cite" page);
+* ``{{ term("class token") }}`` links a term to its glossary entry; a missing entry fails.
 """
 
 from __future__ import annotations
@@ -152,9 +155,17 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     @env.macro
     def figure(label: str, caption: str, alt: str | None = None) -> str:
-        """Figure N.k: the light and dark variants, a caption and a link to the SVG."""
-        n, _ = current()
-        key, (kind, number, _url) = resolve(label)
+        """Figure N.k: the light and dark variants, a caption and a link to the SVG.
+
+        On a page that is not a chapter (the landing page), ``label`` must be a full key
+        (``ch00/book-map``) and the figure is placed without a number."""
+        if chapter_of(env.page.file.src_path) is None:
+            if "/" not in label:
+                raise BookError(f"{env.page.file.src_path}: outside a chapter, name the figure"
+                                f" as chNN/id, not {label!r}")
+            key, kind, number = label, "figure", None
+        else:
+            key, (kind, number, _url) = resolve(label)
         if kind != "figure":
             raise BookError(f"{label!r} is an equation, not a figure")
         stem = f"{rel('')}figures/{key}"
@@ -168,7 +179,8 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f'<img class="vb-light" src="{stem}.png" alt="{alt_text}" loading="lazy"></a>\n'
             f'<a class="glightbox" href="{stem}.dark.png" data-type="image">'
             f'<img class="vb-dark" src="{stem}.dark.png" alt="{alt_text}" loading="lazy"></a>\n'
-            f'<figcaption><a class="vb-label" href="#{anchor(key, kind)}">Figure {number}.</a> {body} '
+            f'<figcaption><a class="vb-label" href="#{anchor(key, kind)}">'
+            f'{f"Figure {number}." if number else "Figure."}</a> {body} '
             f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
             f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
             f"</figure>"
@@ -209,28 +221,113 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
                          f"{first}{etal}, {e.get('year', 'n.d.')}</a>")
         return "(" + "; ".join(parts) + ")"
 
-    @env.macro
-    def cite_box() -> str:
-        """The 'Cite this chapter' box: BibTeX and plain text with version and URL."""
-        n, src = current()
-        title = re.sub(r"^\d+\.\s*", "", env.page.title or src)
-        url = site_url + src.removesuffix(".md") + "/"
-        authors = extra.get("authors", "The vitbook authors")
-        book = conf.get("site_name", "vitbook")
-        year = extra.get("year", "2026")
-        bib = (f"@incollection{{vitbook-ch{n:02d},\n"
+    authors = extra.get("authors", "The vitbook authors")
+    book = conf.get("site_name", "vitbook")
+    year = extra.get("year", "2026")
+
+    def nav_title(src: str) -> str:
+        """A page's title as the navigation gives it (what a chapter page's title is)."""
+        def walk(items: Any) -> str | None:
+            for item in items or []:
+                if isinstance(item, dict):
+                    for name, value in item.items():
+                        if value == src:
+                            return name
+                        found = walk(value) if isinstance(value, list) else None
+                        if found:
+                            return found
+            return None
+
+        title = walk(conf.get("nav"))
+        if title is None:
+            raise BookError(f"{src} is not in the nav of mkdocs.yml")
+        return title
+
+    def chapter_citation(n: int, src: str, title: str, key: str, note: str = "",
+                         anchor_id: str = "") -> tuple[str, str]:
+        """(plain text, BibTeX) citing chapter n, or one figure or equation of it."""
+        title = re.sub(r"^\d+\.\s*", "", title)
+        url = site_url + src.removesuffix(".md") + "/" + (f"#{anchor_id}" if anchor_id else "")
+        bib = (f"@incollection{{{key},\n"
                f"  author    = {{{{{authors}}}}},\n"
                f"  title     = {{Chapter {n}: {title}}},\n"
                f"  booktitle = {{{book}}},\n"
                f"  edition   = {{{version}}},\n"
                f"  year      = {{{year}}},\n"
-               f"  url       = {{{url}}}\n}}")
-        plain = (f"{authors} ({year}). Chapter {n}: {title}. In <em>{book}</em> "
+               + (f"  note      = {{{note}}},\n" if note else "")
+               + f"  url       = {{{url}}}\n}}")
+        what = f"{note}, in Chapter {n}" if note else f"Chapter {n}"
+        plain = (f"{authors} ({year}). {what}: {title}. In <em>{book}</em> "
                  f"(version {version}). {url}")
-        return (f'!!! quote "Cite this chapter"\n\n'
+        return plain, bib
+
+    def box(heading: str, plain: str, bib: str) -> str:
+        return (f'!!! quote "{heading}"\n\n'
                 f"    {plain}\n\n"
                 f"    ```bibtex\n" + "\n".join("    " + line for line in bib.splitlines())
                 + "\n    ```\n")
+
+    def chapter_src(n: int) -> str:
+        found = [p.name for p in Path(docs_dir).glob(f"{n:02d}-*.md")]
+        if len(found) != 1:
+            raise BookError(f"chapter {n}: expected one docs/{n:02d}-*.md, found {found}")
+        return found[0]
+
+    @env.macro
+    def cite_box() -> str:
+        """The 'Cite this chapter' box: BibTeX and plain text with version and URL."""
+        n, src = current()
+        plain, bib = chapter_citation(n, src, env.page.title or src, f"vitbook-ch{n:02d}")
+        return box("Cite this chapter", plain, bib)
+
+    @env.macro
+    def cite_chapter(n: int) -> str:
+        """The citation of chapter ``n``, as its own page's box gives it, from any page."""
+        src = chapter_src(n)
+        plain, bib = chapter_citation(n, src, nav_title(src), f"vitbook-ch{n:02d}")
+        return box(f"Citing Chapter {n}", plain, bib)
+
+    @env.macro
+    def cite_figure(label: str) -> str:
+        """How to cite one figure or equation (``ch02/patch-grids``), with its number and anchor."""
+        if "/" not in label:
+            raise BookError(f"cite_figure needs a full key such as ch02/patch-grids, not {label!r}")
+        try:
+            kind, number, url = numbering(docs_dir)[label]
+        except KeyError:
+            raise BookError(f"{env.page.file.src_path}: unknown figure or equation {label!r}"
+                            ) from None
+        n = int(label[2:4])
+        src = url.removesuffix("/") + ".md"
+        name = ("Figure " if kind == "figure" else "Eq. ") + number
+        plain, bib = chapter_citation(n, src, nav_title(src),
+                                      f"vitbook-{anchor(label, kind)}-{number.replace('.', '-')}",
+                                      note=name, anchor_id=anchor(label, kind))
+        return box(f"Citing {name}", plain, bib)
+
+    @env.macro
+    def cite_book() -> str:
+        """The citation of the whole book (the same data as ``CITATION.cff``)."""
+        bib = (f"@book{{vitbook,\n"
+               f"  author    = {{{{{authors}}}}},\n"
+               f"  title     = {{{book}}},\n"
+               f"  edition   = {{{version}}},\n"
+               f"  year      = {{{year}}},\n"
+               f"  url       = {{{site_url}}}\n}}")
+        plain = f"{authors} ({year}). <em>{book}</em> (version {version}). {site_url}"
+        return box("Citing the book", plain, bib)
+
+    @env.macro
+    def term(text: str, slug: str | None = None) -> str:
+        """A glossary term linked to its entry: ``{{ term("class token") }}``; the entry
+        (``{ #class-token }`` in ``docs/glossary.md``) must exist or the build fails."""
+        slug = slug or re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+        glossary = Path(docs_dir) / "glossary.md"
+        ids = set(re.findall(r"\{\s*#([a-z0-9-]+)\s*\}", glossary.read_text(encoding="utf-8")))
+        if slug not in ids:
+            raise BookError(f"{env.page.file.src_path}: no glossary entry #{slug} for {text!r};"
+                            f" add one to docs/glossary.md")
+        return f'<a class="vb-term" href="{rel("glossary/")}#{slug}">{html.escape(text)}</a>'
 
     @env.macro
     def references() -> str:
