@@ -23,7 +23,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["History", "SmallCNN", "accuracy", "cnn_width_for", "fit", "lr_at", "pick_device"]
+__all__ = [
+    "History",
+    "SmallCNN",
+    "accuracy",
+    "cnn_width_for",
+    "fit",
+    "lr_at",
+    "pick_device",
+    "prepare_finetune",
+]
 
 Data = tuple[torch.Tensor, torch.Tensor]  # (images (n, C, H, W), labels (n,))
 
@@ -314,3 +323,50 @@ def cnn_width_for(target_params: int, *, in_chans: int = 3, num_classes: int = 1
         if p > target_params:
             break
     return best
+
+
+# --8<-- [start:finetune-recipe]
+def prepare_finetune(
+    cfg, checkpoint: str, *, num_classes: int, image_size: int | None = None, mode: str = "full"
+) -> tuple[nn.Module, dict]:
+    """Load a timm-layout checkpoint for fine-tuning, and the ``fit`` settings to use.
+
+    Args:
+        cfg: the checkpoint's ``ViTConfig`` (e.g. ``preset("vit-b/16")``).
+        checkpoint: a downloaded ``.safetensors`` or ``.pth`` file in timm's layout.
+        num_classes: classes of the new task; the old head is replaced by a zero-initialised
+            one (the paper's fine-tuning head).
+        image_size: fine-tune at this resolution; the position table is resampled bicubically
+            to the new grid, the CLS row untouched.
+        mode: ``"head"`` (frozen backbone, a linear probe) or ``"full"`` (everything learns,
+            the backbone ten times slower than the head).
+
+    Returns:
+        (model, keyword arguments for ``fit``): AdamW, warm-up then cosine, clipping at 1.
+    """
+    import dataclasses
+
+    from vitbook.analysis import interpolate_pos_embed
+    from vitbook.model import VisionTransformer, load_pretrained
+
+    model = VisionTransformer(cfg=cfg)
+    load_pretrained(model, checkpoint, strict=True)  # every key and shape must match
+    new_cfg = dataclasses.replace(
+        cfg, num_classes=num_classes, image_size=image_size or cfg.image_size
+    )
+    tuned = VisionTransformer(cfg=new_cfg)
+    sd = {k: v for k, v in model.state_dict().items() if not k.startswith("head.")}
+    if new_cfg.grid != cfg.grid:
+        sd["pos_embed"] = interpolate_pos_embed(sd["pos_embed"], cfg.grid, new_cfg.grid)
+    tuned.load_state_dict(sd, strict=False)  # everything but the new head
+    nn.init.zeros_(tuned.head.weight)
+    nn.init.zeros_(tuned.head.bias)
+    if mode == "head":
+        recipe = dict(lr=0.0, head_lr=1e-3, weight_decay=0.0)
+    elif mode == "full":
+        recipe = dict(lr=1e-5, head_lr=1e-4, weight_decay=0.05)
+    else:
+        raise ValueError(f"mode {mode!r} is unknown; use 'head' or 'full'")
+    recipe.update(optimizer="adamw", schedule="cosine", warmup_epochs=1, clip_norm=1.0)
+    return tuned, recipe
+    # --8<-- [end:finetune-recipe]
