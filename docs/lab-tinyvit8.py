@@ -252,9 +252,9 @@ print(f"milestone 3 passed: {n_params:,} parameters, as counted on paper")
 # the whole training set as one batch, a few hundred passes, cross-entropy loss. The training
 # set is small (80% of the digits, 64 pixels each), so one step takes a few milliseconds.
 #
-# **Predict first.** Before running: what is the loss of an untrained ten-class model
-# (hint: $\ln 10$)? Roughly what accuracy do you expect after training, and on which
-# digits do you think it will fail?
+# **Predict first.** Before running: what is the shape of the logits for the whole test set,
+# and of the predicted labels? What is the loss of an untrained ten-class model (hint:
+# $\ln 10$)? Roughly what accuracy do you expect after training?
 
 # %%
 torch.manual_seed(42)
@@ -293,11 +293,18 @@ a2.set(xlabel="epoch (full-batch step)", ylabel="test accuracy (%)", title="Accu
 plt.show()
 
 # %% [markdown]
-# **Check.** The loss started near $\ln 10$, and the model now beats 95%.
+# **Check.** One row of ten scores per test digit; the loss started near $\ln 10$; and the
+# model now beats 95%.
 
 # %%
+model.eval()
+with torch.no_grad():
+    test_logits = model(x_test)
+predicted = test_logits.argmax(dim=1)
+assert test_logits.shape == (len(y_test), 10) and predicted.shape == y_test.shape
 assert abs(first_loss - math.log(10)) < 0.25
 assert test_acc > 0.95
+assert (predicted == y_test).float().mean().item() == test_acc
 print(f"milestone 4 passed: {test_acc:.1%} on {len(y_test)} test digits")
 
 # %% [markdown]

@@ -1,7 +1,270 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
-# # Practice
+# # Practice: five short experiments
 #
-# This page is being written.
+# Five tasks that turn the chapters' claims into measurements you make yourself. Each one runs
+# on a CPU in under a minute and ends with a cell that asserts what you should have seen. For
+# every task, **write your prediction down before you run it**; the interesting moments are the
+# ones where the prediction was wrong.
+#
+# | Task | Chapters | You measure |
+# |---|---|---|
+# | 1. Tokens and attention pairs | 2, 8 | $N$ and $(N+1)^2$ for $P = 8, 16, 32$ |
+# | 2. Shuffle the patches | 4, 9 | the accuracy a trained model loses when patch order changes |
+# | 3. Where the class token looks | 5, 10 | the CLS row of the attention, drawn over the image |
+# | 4. A learning rate too high | 9 | the loss curve at rates from $3 \times 10^{-4}$ upward |
+# | 5. Latency at 384 pixels | 8 | measured time against the predicted growth |
+#
+# Download this notebook with the button at the top of the page to run it yourself.
 
 # %%
-print("practice")
+import time
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from vitbook import calc
+from vitbook.data.digits import digits_split
+from vitbook.model import VisionTransformer, preset
+from vitbook.patches import patchify, unpatchify
+
+x_train, y_train, x_test, y_test = digits_split()
+
+
+def train(cfg, epochs, lr=3e-4, seed=42):
+    """Full-batch Adam on the digits; returns the model and the loss after every step."""
+    torch.manual_seed(seed)
+    model = VisionTransformer(cfg=cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(epochs):
+        loss = F.cross_entropy(model(x_train), y_train)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model.eval(), losses
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return (model(x).argmax(1) == y).float().mean().item()
+
+
+# %% [markdown]
+# ## Task 1: tokens and attention pairs for P = 8, 16 and 32
+#
+# **Predict** for a $224 \times 224$ image the number of patches $N = HW/P^2$ and the number of
+# entries in one head's attention matrix, $(N+1)^2$, for each patch size. Then let the book's
+# calculator read them off the model's configuration.
+
+# %%
+rows = []
+for p in (8, 16, 32):
+    cfg = preset("vit-b/16", patch_size=p)
+    rows.append((p, cfg.num_patches, cfg.seq_len, calc.token_pairs(cfg)))
+print(f"{'P':>3} {'patches N':>10} {'tokens N+1':>11} {'pairs (N+1)^2':>14}")
+for p, n, t, pairs in rows:
+    print(f"{p:>3} {n:>10,} {t:>11,} {pairs:>14,}")
+print(f"P = 8 has {rows[0][3] / rows[1][3]:.1f}x the pairs of P = 16")
+
+# %%
+assert [r[1] for r in rows] == [784, 196, 49]
+assert all(pairs == (n + 1) ** 2 for _, n, _, pairs in rows)
+
+# %% [markdown]
+# ## Task 2: shuffle the patch order at inference
+#
+# A transformer without position embeddings treats its tokens as a set: permute them and the
+# class token's output does not change (Chapter 4). With position embeddings the order matters,
+# because each patch is added to the row of the table for *its* position.
+#
+# Train two small ViTs on the digits for a few seconds each, one with learned position
+# embeddings and one without. To give order something to do, cut the $8 \times 8$ digits into
+# patches of $P = 2$: sixteen patches of four pixels each. Then, at test time only, shuffle the
+# sixteen patches of every digit in twenty random orders and measure the accuracy.
+#
+# **Predict:** which model loses accuracy when the patches are shuffled, and roughly how much?
+# Which model is better on digits in their proper order?
+
+# %%
+cfg_pos = preset("tinyvit8", patch_size=2)  # 16 patches of 2 x 2 pixels
+cfg_nopos = preset("tinyvit8", patch_size=2, pos_embed="none")
+with_pos, _ = train(cfg_pos, epochs=150, lr=1e-3)
+no_pos, _ = train(cfg_nopos, epochs=150, lr=1e-3)
+
+patches = patchify(x_test, 2)  # (B, N, P*P*C) = (360, 16, 4)
+generator = torch.Generator().manual_seed(0)
+orders = [torch.arange(16)] + [torch.randperm(16, generator=generator) for _ in range(20)]
+results = []
+for order in orders:
+    shuffled = unpatchify(patches[:, order], 2, 1, (4, 4))  # back to (B, 1, 8, 8)
+    results.append((accuracy(with_pos, shuffled, y_test), accuracy(no_pos, shuffled, y_test)))
+in_order, shuffled_only = results[0], results[1:]
+mean_pos = sum(r[0] for r in shuffled_only) / len(shuffled_only)
+mean_nopos = sum(r[1] for r in shuffled_only) / len(shuffled_only)
+print(f"in order: with positions {in_order[0]:.1%}, without {in_order[1]:.1%}")
+print(f"shuffled (mean of 20 orders): with positions {mean_pos:.1%}, without {mean_nopos:.1%}")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(9, 2.8), layout="constrained", width_ratios=[1, 2])
+pair = torch.cat([x_test[0, 0], unpatchify(patches[:1, orders[1]], 2, 1, (4, 4))[0, 0]], 1)
+axes[0].imshow(pair, cmap="gray_r")
+axes[0].set_title("a test digit, and shuffled", fontsize=10)
+axes[0].axis("off")
+axes[1].bar(range(21), [100 * r[0] for r in results], color="C0", label="learned positions")
+axes[1].plot(range(21), [100 * r[1] for r in results], "o", color="C1", label="no positions")
+axes[1].set(xlabel="patch order (0 = the true order, 1-20 random)", ylabel="test accuracy (%)",
+            ylim=(0, 100))
+axes[1].legend(loc="upper right", fontsize=9)
+plt.show()
+
+# %%
+assert in_order[0] > in_order[1] + 0.1  # positions help on digits in their true order
+assert mean_pos < in_order[0] - 0.3  # and a model that uses them is lost when order changes
+# without positions the output is the same for every order (up to float rounding)
+assert max(abs(r[1] - in_order[1]) for r in results) < 0.01
+
+# %% [markdown]
+# The model without positions cannot be fooled by a new order, because it cannot see order at
+# all; it pays for that on correctly ordered digits, where it has only a bag of four-pixel
+# pieces to go on. The model with positions uses where each piece sits, and is lost when that
+# is scrambled.
+#
+# The same model cut into four $4 \times 4$ patches ($P = 4$, the lab's TinyViT8) barely
+# notices a shuffle: each quarter of a digit looks different enough to say where it came from.
+# Try it: change `patch_size` to 4 and `(4, 4)` to `(2, 2)`.
+
+# %% [markdown]
+# ## Task 3: extract the class token's attention and overlay it
+#
+# `forward_intermediates` returns every block's attention weights, shape
+# $(B, h, N+1, N+1)$. Row 0 is the class token's query; its columns 1 to $N$ say how much
+# of each patch the class token reads. Reshaped to the $4 \times 4$ patch grid and averaged over
+# the heads, it becomes a map you can lay over the digit.
+#
+# **Predict:** will the class token of the last block read all sixteen patches equally? Will
+# it look at the strokes or at the empty background?
+
+# %%
+out = with_pos.forward_intermediates(x_test[:8], attn=True)
+last = out["attn"][-1]  # (8, heads, N+1, N+1)
+cls_to_patches = last[:, :, 0, 1:].mean(1)  # (8, N): averaged over heads
+maps = cls_to_patches.reshape(-1, 4, 4).detach()
+print("attention shape:", tuple(last.shape), " CLS map shape:", tuple(maps.shape))
+
+fig, axes = plt.subplots(2, 8, figsize=(9, 2.6), layout="constrained")
+for i in range(8):
+    axes[0, i].imshow(x_test[i, 0], cmap="gray_r")
+    axes[0, i].set_title(f"label {int(y_test[i])}", fontsize=9)
+    axes[1, i].imshow(maps[i], cmap="inferno", vmin=0)
+    axes[1, i].set_title(f"max {maps[i].max():.2f}", fontsize=9)
+for ax in axes.flat:
+    ax.set_xticks([])
+    ax.set_yticks([])
+axes[0, 0].set_ylabel("digit", fontsize=9)
+axes[1, 0].set_ylabel("CLS attention", fontsize=9)
+plt.show()
+
+ink = patchify(x_test[:8], 2).mean(-1) > 0.25  # (8, N): patches that hold part of a stroke
+on_ink = ((cls_to_patches * ink).sum(1) / cls_to_patches.sum(1)).mean().item()
+print(f"strokes cover {ink.float().mean():.0%} of the patches and get {on_ink:.0%}"
+      " of the class token's attention to patches")
+
+# %%
+assert last.shape == (8, 2, 17, 17)
+row = last[:, :, 0]  # the class token's full row, CLS column included
+assert torch.allclose(row.sum(-1), torch.ones(8, 2), atol=1e-6)
+print(f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its weight;"
+      " the rest goes to the class token itself")
+
+# %% [markdown]
+# Keep the limits of this picture in mind (Chapter 10): a weight says what was *read*, not
+# what *mattered* for the decision, and the last block's tokens have already mixed
+# information from every patch.
+
+# %% [markdown]
+# ## Task 4: the learning rate that diverges
+#
+# Train the same TinyViT8 for 40 full-batch steps with Adam at five learning rates, from the
+# recipe's $3 \times 10^{-4}$ up to $3$.
+#
+# **Predict:** which rates learn faster, which stall, and which blow up? The untrained loss is
+# $\ln 10 \approx 2.30$.
+
+# %%
+rates = [3e-4, 3e-3, 3e-2, 3e-1, 3.0]
+curves = {lr: train(preset("tinyvit8"), epochs=40, lr=lr)[1] for lr in rates}
+fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
+for lr, losses in curves.items():
+    ax.plot(range(1, 41), losses, label=f"lr {lr:g}")
+ax.set(xlabel="full-batch step", ylabel="training loss (log scale)", yscale="log")
+ax.legend(ncols=5, fontsize=8, loc="upper center")
+plt.show()
+for lr, losses in curves.items():
+    print(f"lr {lr:<7g} loss after 40 steps {losses[-1]:9.3f}   highest {max(losses):9.3f}")
+
+# %%
+final = {lr: losses[-1] for lr, losses in curves.items()}
+assert final[3e-3] < final[3e-4]  # ten times the recipe's rate: faster at first
+assert final[3.0] > final[3e-3]  # far too high: it never settles
+assert max(curves[3.0]) > 2 * curves[3.0][0]  # the loss jumps far above where it started
+
+# %% [markdown]
+# A good rate for 40 steps is not a good rate for 4,000: the largest rate that still decreases
+# the loss early often diverges later, which is why the paper warms the rate up and clips
+# gradients (Chapter 9).
+
+# %% [markdown]
+# ## Task 5: latency at 384 pixels against the prediction
+#
+# Fine-tuning at $384 \times 384$ instead of $224 \times 224$ gives, at $P = 16$,
+# $577$ tokens instead of $197$: the attention matrix has $(577/197)^2 \approx 8.58$ times as
+# many entries. Does the model become 8.58 times slower?
+#
+# **Predict** first, then time a ViT-S/16 (random weights: timing does not depend on them)
+# at batch 1 on this CPU, and compare with the calculator's predicted FLOPs.
+
+# %%
+def latency(model, size, repeats=5):
+    x = torch.randn(1, 3, size, size)
+    with torch.no_grad():
+        model(x)  # warm-up
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            model(x)
+            times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]  # the median
+
+
+small, big = preset("vit-s/16"), preset("vit-s/16", image_size=384)
+torch.manual_seed(0)
+model = VisionTransformer(cfg=small).eval()
+t224 = latency(model, 224)
+model_384 = VisionTransformer(cfg=big).eval()
+t384 = latency(model_384, 384)
+pairs_ratio = calc.token_pairs_ratio(small, 384)
+flops_ratio = calc.flops(big) / calc.flops(small)
+print(f"token pairs: {pairs_ratio:.2f}x   predicted FLOPs: {flops_ratio:.2f}x")
+print(f"measured: {1000 * t224:.0f} ms at 224, {1000 * t384:.0f} ms at 384: {t384 / t224:.2f}x")
+
+# %%
+assert round(pairs_ratio, 2) == 8.58
+assert 1.5 < t384 / t224 < pairs_ratio  # slower, but far less than the pairs suggest
+
+# %% [markdown]
+# Most of a ViT's work is in the layers that treat each token on its own (qkv, projection,
+# MLP): their cost grows with the number of tokens, $577/197 \approx 2.9$ times. Only the two
+# attention products grow with its square, and at 577 tokens they are still a minority of the
+# FLOPs (Chapter 8 draws where attention starts to dominate).

@@ -346,3 +346,34 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         return '<ol class="vb-references">\n' + "\n".join(items) + "\n</ol>"
 
     env.variables["book_version"] = version
+
+
+def notebook_sources(nav: Any) -> list[str]:
+    """The pages of the nav that are notebooks kept as jupytext percent scripts (``*.py``)."""
+    found: list[str] = []
+
+    def walk(items: Any) -> None:
+        for item in items or []:
+            values = item.values() if isinstance(item, dict) else [item]
+            for value in values:
+                if isinstance(value, list):
+                    walk(value)
+                elif isinstance(value, str) and value.endswith(".py"):
+                    found.append(value)
+
+    walk(nav)
+    return found
+
+
+def on_post_build(env: Any) -> None:
+    """Called by mkdocs-macros after the build: write each notebook page's ``.ipynb`` next to
+    the page, for the download button of ``overrides/main.html`` (the reader runs it, so it is
+    written without outputs; the page shows them)."""
+    import jupytext
+
+    conf = env.conf
+    for src in notebook_sources(conf.get("nav")):
+        stem = Path(src).stem
+        out = Path(conf["site_dir"]) / stem / f"{stem}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        jupytext.write(jupytext.read(Path(conf["docs_dir"]) / src), out)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from vitbook import plot
-from vitbook.engine import figure
+from vitbook.engine import facts, figure
+from vitbook.model import preset
 
 # --8<-- [start:plan]
 #: (page, short title for the map, what the reader computes there, part)
@@ -148,3 +149,27 @@ def _(data, v):
         ax.text(x + 0.14, -0.245, name, va="center", fontsize=8.5, color=c["fg"])
         x += 0.14 + 0.047 * len(name) + 0.15
     return fig
+
+
+@facts(chapter=0, id="notation-example")
+def notation_example(rec):
+    """The sizes of ViT-B/16 at 224 pixels: the example column of the notation page."""
+    cfg = preset("vit-b/16")
+    h, w = cfg.image_hw
+    sizes = {
+        "c": cfg.in_chans,
+        "h": h,
+        "w": w,
+        "p": cfg.patch_size,
+        "n": cfg.num_patches,
+        "t": cfg.seq_len,
+        "d": cfg.dim,
+        "l": cfg.depth,
+        "heads": cfg.heads,
+        "dh": cfg.head_dim,
+        "m": cfg.mlp_dim,
+        "k": cfg.num_classes,
+    }
+    for name, value in sizes.items():
+        rec.fact(f"nt_{name}", value, "{}")
+    return sizes

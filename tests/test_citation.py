@@ -1,0 +1,299 @@
+"""The book can be cited, and a citation that does not resolve fails the build (issue 7).
+
+CITATION.cff is checked against the rules of the Citation File Format 1.2.0 that matter for this
+repository (required keys, their types, SPDX licences, a version equal to the package's); the
+page macros are called through a small stand-in for mkdocs-macros' environment; and one slow
+test builds a throw-away MkDocs project to show that an unknown key really stops a build.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import jsonschema
+import pytest
+import yaml
+
+from vitbook.engine import book
+from vitbook.engine.book import BookError
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+# The parts of CFF 1.2.0 (https://github.com/citation-file-format/citation-file-format,
+# schema.json) that this repository uses, written out: required keys, types and formats.
+PERSON = {
+    "type": "object",
+    "anyOf": [{"required": ["name"]}, {"required": ["family-names"]}],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "family-names": {"type": "string", "minLength": 1},
+        "given-names": {"type": "string", "minLength": 1},
+        "orcid": {"type": "string", "pattern": r"^https://orcid\.org/"},
+    },
+}
+SPDX = {"enum": ["MIT", "CC-BY-4.0", "Apache-2.0", "CC0-1.0"]}
+URL = {"type": "string", "pattern": r"^https://\S+$"}
+CFF_KEYS = {
+    "abstract",
+    "authors",
+    "cff-version",
+    "commit",
+    "contact",
+    "date-released",
+    "doi",
+    "identifiers",
+    "keywords",
+    "license",
+    "license-url",
+    "message",
+    "preferred-citation",
+    "references",
+    "repository",
+    "repository-artifact",
+    "repository-code",
+    "title",
+    "type",
+    "url",
+    "version",
+}
+SCHEMA = {
+    "type": "object",
+    "required": ["cff-version", "message", "title", "authors"],
+    "propertyNames": {"enum": sorted(CFF_KEYS)},
+    "properties": {
+        "cff-version": {"const": "1.2.0"},
+        "message": {"type": "string", "minLength": 1},
+        "title": {"type": "string", "minLength": 1},
+        "type": {"enum": ["software", "dataset"]},
+        "authors": {"type": "array", "minItems": 1, "items": PERSON},
+        "version": {"type": "string", "minLength": 1},
+        "license": {
+            "oneOf": [SPDX, {"type": "array", "minItems": 1, "uniqueItems": True, "items": SPDX}]
+        },
+        "url": URL,
+        "repository-code": URL,
+        "keywords": {"type": "array", "items": {"type": "string"}},
+        "preferred-citation": {
+            "type": "object",
+            "required": ["type", "title", "authors"],
+            "properties": {
+                "type": {"enum": ["book", "software", "generic", "article"]},
+                "title": {"type": "string"},
+                "authors": {"type": "array", "minItems": 1, "items": PERSON},
+                "year": {"type": "integer"},
+                "url": URL,
+                "license": SPDX,
+                "edition": {"type": "string"},
+            },
+        },
+    },
+}
+
+
+def mkdocs_config() -> dict:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+    return yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)  # noqa: S506
+
+
+@pytest.fixture(scope="module")
+def cff() -> dict:
+    return yaml.safe_load((ROOT / "CITATION.cff").read_text())
+
+
+def test_citation_cff_follows_the_format(cff):
+    jsonschema.validate(cff, SCHEMA)
+
+
+def test_citation_cff_schema_rejects_broken_files(cff):
+    """The schema above is not a rubber stamp: each of these damaged copies fails it."""
+    broken = [
+        {k: v for k, v in cff.items() if k != "authors"},
+        dict(cff, **{"cff-version": "1.1.0"}),
+        dict(cff, license="MIT License"),
+        dict(cff, version=1.0),
+        dict(cff, url="vitbook.github.io"),
+        dict(cff, author=cff["authors"]),
+    ]
+    for doc in broken:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc, SCHEMA)
+
+
+def test_citation_cff_agrees_with_package_and_site(cff):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    site = mkdocs_config()
+    assert cff["version"] == project["version"] == site["extra"]["version"]
+    assert cff["title"] == site["site_name"] == cff["preferred-citation"]["title"]
+    assert cff["url"] == site["site_url"]
+    assert cff["preferred-citation"]["year"] == int(site["extra"]["year"])
+    assert cff["preferred-citation"]["edition"] == cff["version"]
+    assert set(cff["license"]) == {"MIT", "CC-BY-4.0"}
+    assert [a["name"] for a in cff["authors"]] == [site["extra"]["authors"]]
+
+
+# --- the page macros, through a stand-in for mkdocs-macros' env ---------------------------
+
+
+class FakeEnv:
+    """What ``define_env`` uses of mkdocs-macros' environment, and nothing more."""
+
+    def __init__(self, src: str = "02-patches.md", title: str = "2. From image to sequence"):
+        site = mkdocs_config()
+        self.conf = dict(site, docs_dir=str(DOCS))
+        self.project_dir = str(ROOT)
+        self.variables: dict = {}
+        self.macros: dict = {}
+        self.filters: dict = {}
+        self.page = None
+        self.go(src, title)
+        book.numbering.cache_clear()
+        book.bibliography.cache_clear()
+        book.define_env(self)
+
+    def go(self, src: str, title: str = "") -> None:
+        url = "" if src == "index.md" else src.removesuffix(".md") + "/"
+        self.page = SimpleNamespace(file=SimpleNamespace(src_path=src), url=url, title=title)
+
+    def macro(self, fn):
+        self.macros[fn.__name__] = fn
+        return fn
+
+    def filter(self, fn):
+        self.filters[fn.__name__] = fn
+        return fn
+
+
+@pytest.fixture()
+def env() -> FakeEnv:
+    return FakeEnv()
+
+
+def test_unknown_citation_key_raises(env):
+    with pytest.raises(BookError, match="unknown citation 'nobody1999'"):
+        env.macros["cite"]("nobody1999")
+    with pytest.raises(BookError):
+        env.macros["cite"]("dosovitskiy2021", "nobody1999")  # one bad key among good ones
+
+
+def test_known_citation_links_to_references(env):
+    html = env.macros["cite"]("dosovitskiy2021", "vaswani2017")
+    assert html.count('class="vb-cite"') == 2
+    assert 'href="../references/#dosovitskiy2021"' in html
+    assert "Dosovitskiy et al., 2021" in html
+
+
+def test_every_citation_in_the_book_resolves():
+    bib = book.bibliography(str(DOCS / "references.bib"))
+    used = set()
+    for page in DOCS.glob("*.md"):
+        for args in re.findall(r"cite\(([^)]*)\)", page.read_text(encoding="utf-8")):
+            used |= set(re.findall(r"[\"']([^\"']+)[\"']", args))
+    assert used, "no citations found: the pattern is wrong"
+    assert sorted(used - set(bib)) == []
+    for key, entry in bib.items():
+        assert entry.get("url", "").startswith("http"), f"{key} has no url"
+
+
+def test_cite_box_carries_version_chapter_and_url(env):
+    box = env.macros["cite_box"]()
+    assert box.startswith('!!! quote "Cite this chapter"')
+    assert "@incollection{vitbook-ch02," in box
+    assert "title     = {Chapter 2: From image to sequence}" in box
+    assert "edition   = {0.1.0}" in box
+    assert "https://vitbook.github.io/vitbook/02-patches/" in box
+
+
+def test_cite_box_outside_a_chapter_fails(env):
+    env.go("citing.md", "How to cite")
+    with pytest.raises(BookError):
+        env.macros["cite_box"]()
+
+
+def test_cite_figure_and_equation_give_number_and_anchor(env):
+    env.go("citing.md", "How to cite")
+    fig = env.macros["cite_figure"]("ch02/patch-grids")
+    assert "Figure 2.1, in Chapter 2: From image to sequence: patches" in fig
+    assert "https://vitbook.github.io/vitbook/02-patches/#fig-patch-grids" in fig
+    assert "note      = {Figure 2.1}" in fig
+    eq = env.macros["cite_figure"]("ch02/patch-count")
+    assert "Eq. 2.1" in eq and "#eq-patch-count" in eq
+    with pytest.raises(BookError):
+        env.macros["cite_figure"]("ch02/no-such-figure")
+
+
+def test_cite_book_and_chapter_from_any_page(env):
+    env.go("citing.md", "How to cite")
+    whole = env.macros["cite_book"]()
+    assert "@book{vitbook," in whole and "Vision Transformers, Computed" in whole
+    assert "version 0.1.0" in whole
+    ch = env.macros["cite_chapter"](2)
+    assert "@incollection{vitbook-ch02," in ch and "/02-patches/" in ch
+    with pytest.raises(BookError):
+        env.macros["cite_chapter"](99)
+
+
+def test_glossary_term_links_or_fails(env):
+    link = env.macros["term"]("class token")
+    assert link == '<a class="vb-term" href="../glossary/#class-token">class token</a>'
+    assert 'href="../glossary/#patch"' in env.macros["term"]("patches", "patch")
+    with pytest.raises(BookError, match="no glossary entry"):
+        env.macros["term"]("flux capacitor")
+
+
+def test_unnumbered_figure_on_the_landing_page(env):
+    env.go("index.md", "Home")
+    html = env.macros["figure"]("ch00/book-map", "The map.")
+    assert 'id="fig-book-map"' in html and 'src="figures/ch00/book-map.png"' in html
+    assert ">Figure.</a>" in html
+    with pytest.raises(BookError):
+        env.macros["figure"]("book-map", "no chapter prefix off a chapter page")
+
+
+# --- a real build -----------------------------------------------------------------------
+
+
+def tiny_project(tmp_path: Path, key: str) -> Path:
+    """A one-page MkDocs project that uses the book's macros and cites ``key``."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "facts.json").write_text("{}")
+    (tmp_path / "docs" / "references.bib").write_text(
+        "@misc{known2020,\n  author = {Known, Ada},\n  title = {A title},\n  year = {2020},\n"
+        "  url = {https://example.org}\n}\n"
+    )
+    (tmp_path / "docs" / "index.md").write_text(f'# Page\n\nAs shown {{{{ cite("{key}") }}}}.\n')
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: tiny\nsite_url: https://example.org/\nstrict: true\n"
+        "nav:\n  - Home: index.md\n"
+        "plugins:\n  - macros:\n      modules: [vitbook.engine.book]\n"
+        "      on_undefined: strict\n      on_error_fail: true\n"
+    )
+    return tmp_path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("key", "fails"), [("known2020", False), ("unknown2020", True)])
+def test_mkdocs_build_fails_on_unknown_citation(tmp_path, key, fails):
+    project = tiny_project(tmp_path, key)
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
+    )
+    assert (run.returncode != 0) == fails, run.stderr[-2000:]
+    if fails:
+        assert "unknown citation 'unknown2020'" in run.stderr + run.stdout
+    else:
+        assert "Known, 2020" in (tmp_path / "site" / "index.html").read_text()

@@ -1,0 +1,96 @@
+"""The lab and the practice notebook: well-formed, and they run and reach their results.
+
+They are kept in Git as jupytext percent scripts (``docs/*.py``); the slow tests convert them
+with jupytext and execute them with nbclient, exactly as mkdocs-jupyter does for the site.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def read(name: str):
+    return jupytext.read(DOCS / name)
+
+
+def execute(name: str):
+    import nbclient
+
+    nb = read(name)
+    nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(DOCS)}}
+    ).execute()
+    return nb
+
+
+def text_of(nb) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", "") if o.get("output_type") == "stream" else "")
+    return "".join(out)
+
+
+def images_in(nb) -> int:
+    return sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_lab_milestones_predict_then_check():
+    """Each milestone: a 'Predict ... first' cell, the code, then a check cell that asserts."""
+    cells = read("lab-tinyvit8.py").cells
+    heads = [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "markdown" and c.source.startswith("## Milestone")
+    ]
+    assert len(heads) == 4
+    for start, end in zip(heads, heads[1:] + [len(cells)], strict=True):
+        block = cells[start:end]
+        assert "Predict" in block[0].source and "first" in block[0].source
+        checks = [c for c in block if c.cell_type == "code" and "assert" in c.source]
+        assert checks, f"milestone at cell {start} has no check"
+        assert any(".shape" in c.source for c in checks), "a check must assert a shape"
+
+
+def test_practice_has_five_tasks_each_with_a_prediction_and_an_assert():
+    cells = read("practice.py").cells
+    heads = [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "markdown" and c.source.startswith("## Task")
+    ]
+    assert len(heads) == 5
+    for start, end in zip(heads, heads[1:] + [len(cells)], strict=True):
+        block = cells[start:end]
+        assert "**Predict" in block[0].source
+        assert any(c.cell_type == "code" and "assert " in c.source for c in block)
+
+
+@pytest.mark.slow
+def test_lab_runs_and_trains_past_95_percent():
+    nb = execute("lab-tinyvit8.py")
+    out = text_of(nb)
+    for k in range(1, 5):
+        assert f"milestone {k} passed" in out
+    accuracy = float(re.search(r"milestone 4 passed: ([\d.]+)%", out).group(1)) / 100
+    assert accuracy > 0.95
+    assert "26,538 parameters, as counted on paper" in out
+    assert re.search(r"book model: 26,538 parameters", out)
+    assert images_in(nb) == 2  # the digits and the training curves
+
+
+@pytest.mark.slow
+def test_practice_runs_with_its_outputs():
+    nb = execute("practice.py")
+    out = text_of(nb)
+    assert "616,225" in out  # (784 + 1)^2 attention pairs at P = 8
+    assert "token pairs: 8.58x" in out
+    assert images_in(nb) == 3  # shuffle accuracy, CLS attention, learning-rate curves
+    in_order = re.search(r"in order: with positions ([\d.]+)%, without ([\d.]+)%", out)
+    assert float(in_order.group(1)) > float(in_order.group(2))
