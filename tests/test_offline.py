@@ -1,0 +1,103 @@
+"""The book builds with the network switched off: nothing is fetched at build time.
+
+Each build runs in a fresh network namespace (``unshare -n``) with only the loopback interface
+up (Jupyter talks to the notebooks' kernel over 127.0.0.1; loopback reaches no other machine).
+If namespaces are not permitted here the tests fail and say so: they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "browser"))
+import sitebuild  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Run "$@" in a new network namespace whose only interface is loopback.
+OFFLINE = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "offline"]
+
+
+@pytest.fixture(scope="module")
+def offline() -> list[str]:
+    missing = [tool for tool in ("unshare", "ip") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not found: install util-linux and iproute2 to run "
+            f"the offline build tests",
+            pytrace=False,
+        )
+    proc = subprocess.run([*OFFLINE, "true"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(
+            "cannot create a network namespace (`unshare -n` needs root or "
+            "CAP_SYS_ADMIN; in a container run it with --cap-add SYS_ADMIN or as root): "
+            + proc.stderr.strip(),
+            pytrace=False,
+        )
+    return OFFLINE
+
+
+def run(
+    prefix: list[str], *cmd: str, env: dict[str, str] | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*prefix, *cmd],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_namespace_has_no_route_to_any_host(offline) -> None:
+    """The sandbox is real: inside it, neither an IP address nor a host name can be reached."""
+    probe = (
+        "import socket\n"
+        "for host in ('1.1.1.1', 'pypi.org'):\n"
+        "    try:\n"
+        "        socket.create_connection((host, 443), timeout=3)\n"
+        "        print('REACHED', host)\n"
+        "    except OSError as exc:\n"
+        "        print('unreachable', host, exc.errno)\n"
+    )
+    proc = run(offline, sys.executable, "-c", probe)
+    assert proc.returncode == 0, proc.stderr
+    assert "REACHED" not in proc.stdout
+    assert proc.stdout.count("unreachable") == 2, proc.stdout
+
+
+def test_figures_check_runs_offline(offline) -> None:
+    proc = run(offline, sys.executable, "-m", "vitbook", "figures", "--check")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, (
+        "`python -m vitbook figures --check` failed offline"
+        + (" (figures are stale: build them first)" if "stale:" in out else "")
+        + f":\n{out[-3000:]}"
+    )
+
+
+@pytest.mark.slow
+def test_chapter_2_figures_compute_from_cold_offline(offline, tmp_path: Path) -> None:
+    """A cold figure build (its data, model and drawing) fetches nothing."""
+    env = {"VITBOOK_FIGURES": str(tmp_path / "figures"), "VITBOOK_CACHE": str(tmp_path / "cache")}
+    proc = run(offline, sys.executable, "-m", "vitbook", "figures", "--chapter", "2", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "computed" in proc.stdout and len(list((tmp_path / "figures" / "ch02").glob("*.png")))
+
+
+@pytest.mark.slow
+def test_site_builds_strict_offline(offline, tmp_path: Path) -> None:
+    """``mkdocs build --strict`` (macros, snippets, notebooks executed, MathJax copied) offline."""
+    site = tmp_path / "site"
+    proc = sitebuild.build_site(site, prefix=offline)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"the offline build failed:\n{out[-4000:]}"
+    assert (site / "index.html").is_file()
+    assert (site / "assets" / "mathjax" / "tex-mml-chtml.js").is_file()

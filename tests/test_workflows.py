@@ -1,0 +1,142 @@
+"""Least privilege in CI: the Pages workflow asks only for what it needs, and pins what it runs.
+
+Parses ``.github/workflows/*.yml``: no workflow grants more than ``contents: read`` at the top;
+only the Pages workflow's deploy job holds ``pages: write`` and ``id-token: write``; every
+``uses:`` is a first-party action we need, pinned to a 40-hex commit SHA. Then ``zizmor``
+(a GitHub Actions linter) runs offline and must report no high-severity finding.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+PAGES = WORKFLOWS / "pages.yml"
+SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
+#: Actions the book's CI may run: GitHub's own, each needed for checkout, setup, cache or Pages.
+ALLOWED_ACTIONS = {
+    "actions/checkout",
+    "actions/setup-python",
+    "actions/setup-node",
+    "actions/cache",
+    "actions/upload-pages-artifact",
+    "actions/deploy-pages",
+    "actions/configure-pages",
+    "actions/upload-artifact",
+}
+WRITE_SCOPES = {"pages": "write", "id-token": "write"}
+
+
+def load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text())
+    # YAML 1.1 reads the bare key `on:` as True
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def workflows() -> list[Path]:
+    return sorted(WORKFLOWS.glob("*.yml")) + sorted(WORKFLOWS.glob("*.yaml"))
+
+
+def all_uses(wf: dict) -> list[str]:
+    return [
+        step["uses"]
+        for job in wf.get("jobs", {}).values()
+        for step in job.get("steps", [])
+        if "uses" in step
+    ] + [job["uses"] for job in wf.get("jobs", {}).values() if "uses" in job]
+
+
+def test_pages_workflow_exists() -> None:
+    assert PAGES.is_file(), ".github/workflows/pages.yml is missing"
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_top_level_permissions_grant_at_most_read(path: Path) -> None:
+    wf = load(path)
+    assert "permissions" in wf, f"{path.name}: no top-level permissions (the default is broad)"
+    perms = wf["permissions"] or {}
+    assert perms in ({}, {"contents": "read"}), f"{path.name}: top-level permissions {perms}"
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_every_job_declares_minimal_permissions(path: Path) -> None:
+    wf = load(path)
+    for name, job in wf["jobs"].items():
+        perms = job.get("permissions", wf.get("permissions"))
+        assert isinstance(perms, dict), f"{path.name}:{name}: permissions {perms!r} not a mapping"
+        writes = {k: v for k, v in perms.items() if v == "write"}
+        if not writes:
+            assert set(perms) <= {"contents"}, f"{path.name}:{name}: reads more than contents"
+            continue
+        assert path == PAGES, f"{path.name}:{name}: only the Pages workflow may write: {writes}"
+        assert perms == WRITE_SCOPES, f"{path.name}:{name}: deploy permissions {perms}"
+        uses = [s.get("uses", "").split("@")[0] for s in job.get("steps", [])]
+        assert uses == ["actions/deploy-pages"], (
+            f"{path.name}:{name} holds write tokens and runs more than deploy-pages: {uses}"
+        )
+
+
+def test_pages_deploy_job_is_the_only_one_with_pages_and_oidc() -> None:
+    wf = load(PAGES)
+    holders = sorted(n for n, j in wf["jobs"].items() if (j.get("permissions") or {}).get("pages"))
+    assert len(holders) == 1, f"jobs holding pages permissions: {holders}"
+    job = wf["jobs"][holders[0]]
+    assert job["permissions"] == WRITE_SCOPES
+    assert job.get("environment", {}).get("name") == "github-pages"
+    build_jobs = [n for n in wf["jobs"] if n != holders[0]]
+    for name in build_jobs:
+        assert wf["jobs"][name].get("permissions") == {"contents": "read"}, name
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_every_action_is_needed_and_pinned_to_a_commit_sha(path: Path) -> None:
+    uses = all_uses(load(path))
+    assert uses, f"{path.name} uses no action at all"
+    for ref in uses:
+        if ref.startswith("./"):
+            continue
+        assert SHA.match(ref), f"{path.name}: {ref} is not pinned to a 40-hex commit SHA"
+        action = ref.split("@")[0]
+        assert action in ALLOWED_ACTIONS, f"{path.name}: third-party or unneeded action {action}"
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_checkout_does_not_keep_the_token(path: Path) -> None:
+    for job in load(path)["jobs"].values():
+        for step in job.get("steps", []):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert (step.get("with") or {}).get("persist-credentials") is False, (
+                    f"{path.name}: actions/checkout without persist-credentials: false"
+                )
+
+
+def test_zizmor_offline_reports_no_high_severity_finding() -> None:
+    exe = shutil.which("zizmor") or str(Path(sys.executable).parent / "zizmor")
+    if not Path(exe).exists():
+        pytest.fail(
+            "zizmor is not installed (pip install zizmor): it audits the workflows", pytrace=False
+        )
+    proc = subprocess.run(
+        [exe, "--offline", "--format", "json", "--persona", "auditor", str(WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    findings = json.loads(proc.stdout or "[]")
+    high = [
+        f"{f['ident']}: {f['desc']}"
+        for f in findings
+        if f["determinations"]["severity"] in ("High", "Medium")
+    ]
+    assert not high, "zizmor findings:\n  " + "\n  ".join(high)
