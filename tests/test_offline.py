@@ -32,15 +32,18 @@ def offline() -> list[str]:
             f"the offline build tests",
             pytrace=False,
         )
-    proc = subprocess.run([*OFFLINE, "true"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(
-            "cannot create a network namespace (`unshare -n` needs root or "
-            "CAP_SYS_ADMIN; in a container run it with --cap-add SYS_ADMIN or as root): "
-            + proc.stderr.strip(),
-            pytrace=False,
-        )
-    return OFFLINE
+    errors = []
+    # as root: a plain network namespace; otherwise inside a user namespace (unshare -r)
+    for prefix in (OFFLINE, [OFFLINE[0], "-r", *OFFLINE[1:]]):
+        proc = subprocess.run([*prefix, "true"], capture_output=True, text=True)
+        if proc.returncode == 0:
+            return prefix
+        errors.append(f"{' '.join(prefix[:3])}: {proc.stderr.strip()}")
+    pytest.fail(
+        "cannot create a network namespace (`unshare -n` needs root or CAP_SYS_ADMIN; "
+        "`unshare -rn` needs unprivileged user namespaces): " + "; ".join(errors),
+        pytrace=False,
+    )
 
 
 def run(
