@@ -13,6 +13,7 @@ from matplotlib.colors import SymLogNorm
 from matplotlib.patches import Rectangle
 
 from vitbook import plot
+from vitbook.calc import param_breakdown
 from vitbook.data.face import face, face_tensor
 from vitbook.engine import figure
 from vitbook.handset import HANDSET, SEEDED, handset
@@ -117,6 +118,17 @@ def patches_and_basis(rec):
     rec.fact("chosen_row", CHOSEN // cfg.grid[1])
     rec.fact("chosen_col", CHOSEN % cfg.grid[1])
     rec.fact("flat_len", cfg.in_chans * cfg.patch_size**2)
+    b16 = preset("vit-b/16")  # for scale: the same operations at ViT-Base/16's size
+    rec.fact("b16_patch", b16.patch_size)
+    rec.fact("b16_n", b16.num_patches)
+    rec.fact("b16_seq", b16.seq_len)
+    rec.fact("b16_dim", b16.dim)
+    rec.fact("b16_heads", b16.heads)
+    rec.fact("b16_head_dim", b16.head_dim)
+    rec.fact("b16_depth", b16.depth)
+    rec.fact("b16_mlp", b16.mlp_dim)
+    rec.fact("b16_classes", b16.num_classes)
+    rec.fact("b16_params", param_breakdown(b16)["total"])
     share = basis["share"]
     rec.fact("share_1", float(share[0]), "{:.0%}")
     rec.fact("share_8", float(share.sum()), "{:.0%}")

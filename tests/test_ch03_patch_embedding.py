@@ -1,0 +1,75 @@
+"""Chapter 3: patch embedding as Conv2d and as Linear, its parameter count, and the PCA view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from vitbook.data.face import face_tensor
+from vitbook.engine.registry import Recorder
+from vitbook.figures import ch03_patch_embedding as ch03
+from vitbook.handset import patch_pca, pca_reconstruct
+from vitbook.patches import patchify
+
+FACTS = Path(__file__).resolve().parents[1] / "figures" / "facts.json"
+
+
+def test_conv_equals_linear_and_loop():
+    rec = Recorder(3)
+    ch03.conv_equals_linear(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["max_diff"] < 1e-5
+    assert f["max_diff_naive"] < 1e-5
+    assert f["max_diff_wrong"] > 0.1  # the (P, P, C) order is a different map
+    assert f["tokens"] == 196 and f["dim"] == 768
+
+
+def test_equivalence_on_random_images_and_other_sizes():
+    torch.manual_seed(0)
+    for p, c, d in ((4, 1, 8), (8, 3, 16), (16, 3, 32)):
+        x = torch.rand(2, c, 32, 32)
+        conv = torch.nn.Conv2d(c, d, kernel_size=p, stride=p)
+        with torch.no_grad():
+            a = conv(x).flatten(2).transpose(1, 2)
+            b = ch03.embed_linear(x, conv, p)
+            n = ch03.embed_naive(x, conv.weight.reshape(d, -1), conv.bias, p)
+        assert a.shape == (2, (32 // p) ** 2, d)
+        assert (a - b).abs().max() < 1e-5 and (a - n).abs().max() < 1e-5
+
+
+def test_param_count():
+    rec = Recorder(3)
+    ch03.param_count(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["params_b_16"] == f["params_b16_model"] == 16 * 16 * 3 * 768 + 768 == 590_592
+    assert f["b16_weight"] + f["b16_bias"] == 590_592
+    assert f["params_b_32"] == 4 * 16 * 16 * 3 * 768 + 768
+    assert f["params_face"] == 24_584
+
+
+def test_pca_reconstruction_error_falls_to_zero():
+    x = patchify(face_tensor(224), 16)[0]
+    comps, mean, share = patch_pca(x, 195)
+    errs = [
+        float(
+            (pca_reconstruct(x[ch03.CHOSEN], comps, mean, k) - x[ch03.CHOSEN].double())
+            .pow(2)
+            .mean()
+            .sqrt()
+        )
+        for k in (1, 8, 64, 195)
+    ]
+    assert errs[-1] < 1e-6
+    assert errs[0] > errs[1] > errs[2] > errs[3]
+    assert abs(float(share.sum()) - 1) < 1e-9
+
+
+def test_recorded_facts():
+    facts = json.loads(FACTS.read_text())["ch03"]
+    v = {k: x["value"] for k, x in facts.items()}
+    assert v["max_diff"] < 1e-5
+    assert v["params_b_16"] == 590_592
+    assert v["rms_mean_k8"] > v["rms_mean_k16"] > v["rms_mean_k64"] > v["rms_mean_full"]
+    assert v["ms_naive"] > 0 and v["ms_conv"] > 0 and v["ms_linear"] > 0
