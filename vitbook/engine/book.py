@@ -49,21 +49,37 @@ class Fact:
         return format(self.value, spec) if spec else self.text
 
 
-class Chapter(dict):
-    """The facts of one chapter; a missing name raises instead of printing nothing."""
+class Chapter:
+    """The facts of one chapter; a missing name raises instead of printing nothing.
+
+    Not a ``dict``: mkdocs-macros converts dict variables into its own mapping type, which
+    would lose the error message below.
+    """
 
     def __init__(self, name: str, facts: dict[str, Any]) -> None:
-        super().__init__({k: Fact(k, f["value"], f["text"]) for k, f in facts.items()})
         self.name = name
+        self._facts = {k: Fact(k, f["value"], f["text"]) for k, f in facts.items()}
 
     def __getattr__(self, key: str) -> Fact:
-        if key.startswith("__"):
+        if key.startswith("_"):
             raise AttributeError(key)
+        return self[key]
+
+    def __getitem__(self, key: str) -> Fact:
         try:
-            return self[key]
+            return self._facts[key]
         except KeyError:
-            raise BookError(f"unknown fact {self.name}.{key}; known: {', '.join(sorted(self))}"
-                            ) from None
+            raise BookError(f"unknown fact {self.name}.{key}; known: "
+                            f"{', '.join(sorted(self._facts))}") from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._facts
+
+    def __iter__(self):
+        return iter(self._facts)
+
+    def keys(self):
+        return self._facts.keys()
 
 
 def load_facts(path: Path) -> dict[str, Chapter]:

@@ -28,7 +28,7 @@ from .deps import source_key
 from .registry import Item, Recorder, discover
 
 #: Bump when a change to the engine changes the bytes it writes (dpi, metadata, formats).
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 DPI = 150
 THEMES = ("light", "dark")
 SVG_SALT = "vitbook"
@@ -62,7 +62,13 @@ def figures_dir() -> Path:
     return Path(os.environ.get("VITBOOK_FIGURES", "figures"))
 
 
+def compute_key(item: Item) -> str:
+    """What the computation depends on: its module's import closure and library versions."""
+    return source_key(item.module, item.key)
+
+
 def item_key(item: Item) -> str:
+    """What the files depend on: the computation, the figure's size and the renderer."""
     return source_key(item.module, item.key, item.size, RENDER_VERSION)
 
 
@@ -104,9 +110,22 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
             for fmt, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
                 buf = io.BytesIO()
                 fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
-                out[next(names)] = buf.getvalue()
+                out[next(names)] = shrink_png(buf.getvalue()) if fmt == "png" else buf.getvalue()
             plt.close(fig)
     return out
+
+
+def shrink_png(blob: bytes) -> bytes:
+    """Reduce a PNG to a 256-colour palette (dithered): about a third of the bytes, which
+    keeps pages light. Deterministic, like the rest of the rendering."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(blob)).convert("RGB")
+    small = image.quantize(256, method=Image.Quantize.MEDIANCUT,
+                           dither=Image.Dither.FLOYDSTEINBERG)
+    out = io.BytesIO()
+    small.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def _seed(seed: int = 0) -> None:
@@ -124,7 +143,8 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
     cache.RUNS.clear()
     start = time.perf_counter()
     ikey = item_key(item)
-    result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ikey}.pkl"
+    ckey = compute_key(item)
+    result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ckey}.pkl"
 
     def compute() -> tuple[Any, dict[str, Any]]:
         _seed()
@@ -209,6 +229,9 @@ def build(
 ) -> list[Outcome]:
     """Bring the items named by ``keys`` up to date; return what happened to each."""
     outdir = figures_dir()
+    with cache.file_lock(outdir / ".lock"):
+        cache.remove_orphans(outdir)
+    cache.remove_orphans(cache.cache_dir())
     registry = discover({int(k[2:4]) for k in keys} if not prune else None)
     manifest = read_manifest(outdir)
     outcomes: list[Outcome] = []

@@ -35,7 +35,9 @@ def cache_dir() -> Path:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # the writer's pid in the name lets a later build remove what a killed one left behind
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -46,6 +48,21 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Delete temporary files under ``folder`` whose writer is no longer running."""
+    removed = []
+    for tmp in folder.rglob(".*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".", 3)[-3])
+            os.kill(pid, 0)  # raises if no such process
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+        except (ValueError, IndexError, PermissionError):
+            continue
+    return removed
 
 
 @contextmanager
