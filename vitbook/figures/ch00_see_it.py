@@ -168,7 +168,7 @@ def _(data, v):
         a = fig.add_subplot(right[k // 4, k % 4])
         plot.show_image(a, np.clip(0.5 + 0.5 * data["comps"][k] / lim, 0, 1))
         a.set_title(
-            f"feature {k + 1}\n{data['share'][k]:.1%} of variance",
+            f"feature {k + 1}\n{data['share'][k]:.1%}",
             fontsize=8,
             loc="center",
             fontweight="normal",
@@ -177,7 +177,7 @@ def _(data, v):
     fig.text(
         0.99,
         0.01,
-        "grey = 0; colour = weight on R, G, B",
+        "%: share of variance · grey = 0 · colour: weight on R, G, B",
         ha="right",
         va="bottom",
         fontsize=8,
