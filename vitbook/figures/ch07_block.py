@@ -20,6 +20,7 @@ B16 = "vit-b/16"
 
 # The deep-stack experiment: a 24-block stack of the book's Block at a small width, fed 49 patch
 # tokens plus a class token, with a linear classifier on the class token and random labels.
+INIT_STD = 0.02  # the book's model: timm's trunc-normal std for every Linear
 STACK = {"dim": 128, "heads": 4, "depth": 24, "tokens": 50, "batch": 4, "classes": 10}
 
 
@@ -295,7 +296,7 @@ def _stack_blocks(init: str) -> nn.ModuleList:
     for m in blocks.modules():
         if isinstance(m, nn.Linear):
             if init == "timm":
-                nn.init.trunc_normal_(m.weight, std=0.02)  # the book's model (timm)
+                nn.init.trunc_normal_(m.weight, std=INIT_STD)  # the book's model (timm)
             else:
                 nn.init.xavier_uniform_(m.weight)  # the original Transformer's choice
             nn.init.zeros_(m.bias)
@@ -307,7 +308,7 @@ def gradient_profile(init: str, order: str) -> dict[str, list[float]]:
     enter it, for one seeded batch through a deep stack at initialisation.
 
     Args:
-        init: "timm" (std 0.02) or "xavier".
+        init: "timm" (std ``INIT_STD``) or "xavier".
         order: "pre" (ViT) or "post" (original Transformer), with the same modules.
     """
     blocks = _stack_blocks(init)
@@ -339,6 +340,7 @@ def pre_vs_post_norm(rec):
     }
     for key, value in STACK.items():
         rec.fact(f"stack_{key}", value)
+    rec.fact("init_std", INIT_STD, "{:g}")
     xp, xq = runs["xavier", "pre"], runs["xavier", "post"]
     tp, tq = runs["timm", "pre"], runs["timm", "post"]
     rec.fact("xavier_last_post_over_pre", xq["grad"][-1] / xp["grad"][-1], "{:.1f}")

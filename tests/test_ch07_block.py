@@ -1,0 +1,118 @@
+"""Chapter 7: the block's equations, LayerNorm against BatchNorm, pre- vs post-norm, GELU, and
+the parameters of one ViT-B/16 block."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vitbook.engine import Recorder
+from vitbook.figures.ch07_block import (
+    STACK,
+    block_equations,
+    block_params,
+    gelu_exact,
+    gelu_minimum,
+    gelu_vs_relu,
+    gradient_profile,
+    layernorm_vs_batchnorm,
+    post_norm_forward,
+    pre_vs_post_norm,
+)
+from vitbook.model import Block
+
+
+def test_block_is_equations_2_and_3() -> None:
+    rec = Recorder(7)
+    block_equations(rec)
+    assert rec.facts["eq_check_diff"]["value"] < 1e-6
+
+
+def test_gelu_minimum_is_computed_and_matches_reference() -> None:
+    x, y = gelu_minimum()
+    assert abs(x - (-0.7518)) < 1e-3  # the seed documents: "near x = -0.75"
+    assert abs(y - (-0.1700)) < 1e-3  # "about -0.17"
+    # it is a minimum: the slope vanishes and both neighbours are higher
+    t = torch.tensor([x], dtype=torch.float64, requires_grad=True)
+    F.gelu(t).backward()
+    assert abs(t.grad.item()) < 1e-6
+    assert gelu_exact(x - 1e-3) > y and gelu_exact(x + 1e-3) > y
+    # the erf form here is torch's exact GELU
+    for v in (-3.0, -0.5, 0.0, 0.7, 2.5):
+        assert abs(gelu_exact(v) - F.gelu(torch.tensor(v, dtype=torch.float64)).item()) < 1e-12
+
+
+def test_gelu_facts() -> None:
+    rec = Recorder(7)
+    gelu_vs_relu(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["gelu_min_x"] == pytest.approx(-0.7518, abs=1e-3)
+    assert f["gelu_min_y"] == pytest.approx(-0.1700, abs=1e-3)
+    # slope at -1: Phi(-1) + (-1) phi(-1)
+    phi = math.exp(-0.5) / math.sqrt(2 * math.pi)
+    assert f["gelu_slope_m1"] == pytest.approx(0.5 * (1 + math.erf(-1 / math.sqrt(2))) - phi,
+                                               abs=1e-9)  # fmt: skip
+    assert 1e-4 < f["gelu_tanh_max_err"] < 1e-3
+
+
+def test_layernorm_ignores_the_batch_and_batchnorm_does_not() -> None:
+    rec = Recorder(7)
+    d = layernorm_vs_batchnorm(rec)
+    assert d["ln_change"] == 0.0
+    assert d["bn_change"] > 0.1
+    assert rec.facts["ln_row_mean_max"]["value"] < 1e-6
+    assert rec.facts["bn_col_mean_max"]["value"] < 1e-6
+
+
+def test_b16_block_parameters() -> None:
+    rec = Recorder(7)
+    parts = block_params(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["block_params"] == 7_087_872 == f["block_params_module"] == sum(parts.values())
+    assert f["mlp_params"] == 4_722_432
+    assert f["attn_params"] == 2_362_368
+    assert f["norms_params"] == 3_072
+    assert f["mlp_share"] == pytest.approx(4_722_432 / 7_087_872, abs=1e-12)
+    assert 0.66 < f["mlp_share"] < 0.67
+
+
+def test_post_norm_reorders_the_same_modules() -> None:
+    torch.manual_seed(0)
+    blk = Block(dim=16, heads=2)
+    z = torch.randn(2, 3, 16)
+    out = post_norm_forward(blk, z)
+    # post-norm ends in a LayerNorm with weight 1 and bias 0: every token has mean 0, variance 1
+    assert out.mean(-1).abs().max().item() < 1e-6
+    assert (out.var(-1, unbiased=False) - 1).abs().max().item() < 1e-3
+    # and differs from the pre-norm block on the same input
+    assert (out - blk(z)[0]).abs().max().item() > 1e-2
+
+
+def test_gradient_profile_is_seeded() -> None:
+    a = gradient_profile("xavier", "pre")
+    b = gradient_profile("xavier", "pre")
+    assert a == b
+    assert len(a["grad"]) == STACK["depth"]
+
+
+@pytest.mark.slow
+def test_pre_vs_post_norm_measurement() -> None:
+    rec = Recorder(7)
+    runs = pre_vs_post_norm(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    # post-norm: the stream is renormalised at every block, so its size stays at one
+    assert max(abs(r - 1) for r in runs["xavier-post"]["rms"]) < 1e-3
+    # pre-norm: the stream grows with depth
+    assert f["xavier_pre_rms_growth"] > 2
+    assert all(b > a for a, b in zip(runs["xavier-pre"]["rms"], runs["xavier-pre"]["rms"][1:],
+                                     strict=False))  # fmt: skip
+    # Xavier: the post-norm top block gets clearly more gradient than the pre-norm one ...
+    assert f["xavier_last_post_over_pre"] > 2
+    # ... and the pre-norm gradient falls with depth
+    assert f["xavier_pre_first_over_last"] > 1.5
+    # std-0.02 init: the two orders are within 25% and flat over depth
+    assert 0.8 < f["timm_last_post_over_pre"] < 1.25
+    assert f["timm_pre_spread"] < 1.25 and f["timm_post_spread"] < 1.25

@@ -1,0 +1,112 @@
+"""Chapter 8: exact parameter counts of the family, the shape trace, the FLOP conventions, the
+resolution ratios and the attention/MLP crossover."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vitbook.calc import macs
+from vitbook.engine import Recorder
+from vitbook.figures.ch08_whole_model import (
+    b16_shape_trace,
+    block_mac_parts,
+    crossover,
+    median_latencies,
+    params_and_macs,
+    resolution_ratios,
+    variants,
+)
+from vitbook.model import VisionTransformer, ViTConfig, preset
+
+REFERENCE = {  # REFERENCE-FACTS.md: timm and the official vit_jax tests
+    "ti16": 5_717_416,
+    "s16": 22_050_664,
+    "b16": 86_567_656,
+    "l16": 304_326_632,
+    "h14": 632_045_800,
+    "l32": 306_535_400,
+}
+
+
+def _facts(item) -> dict:
+    rec = Recorder(8)
+    item(rec)
+    return {k: v["value"] for k, v in rec.facts.items()}
+
+
+def test_family_parameter_counts() -> None:
+    f = _facts(variants)
+    for name, count in REFERENCE.items():
+        assert f[f"{name}_params"] == count, name
+    assert f["h14_params_no_head"] == 630_764_800
+    assert f["l32_minus_l16"] == 306_535_400 - 304_326_632
+    # the paper's 307M is L/32, not L/16
+    assert f["l32_matches_paper"] is True and f["l16_matches_paper"] is False
+    assert (f["b16_layers"], f["b16_dim"], f["b16_mlp"], f["b16_heads"]) == (12, 768, 3072, 12)
+    assert (f["l16_layers"], f["l16_dim"], f["l16_mlp"], f["l16_heads"]) == (24, 1024, 4096, 16)
+    assert (f["h14_layers"], f["h14_dim"], f["h14_mlp"], f["h14_heads"]) == (32, 1280, 5120, 16)
+
+
+def test_shape_trace_matches_model() -> None:
+    rec = Recorder(8)
+    trace = dict(b16_shape_trace(rec))
+    assert rec.facts["trace_checked"]["value"] == 8
+    assert trace["blocks.i.attn.weights"] == (1, 12, 197, 197)
+    assert trace["blocks.i.mlp.fc1"] == (1, 197, 3072)
+    assert rec.facts["shape_logits"]["text"] == "(1, 1000)"
+
+
+def test_b16_conventions() -> None:
+    f = _facts(params_and_macs)
+    assert f["b16_macs_exact"] == 17_563_828_224
+    assert round(f["b16_gmacs_total"], 1) == 17.6
+    assert abs(f["b16_gmacs_without"] - 16.9) < 0.06  # 16.85: timm prints "16.9"
+    assert round(f["b16_matmul_gmacs"], 2) == 0.72
+    assert f["b16_gflops_total"] == pytest.approx(2 * f["b16_gmacs_total"], abs=1e-9)
+    assert f["matches_timm"] is True
+    assert 0.6 < f["b16_mlp_mac_share"] < 0.7
+
+
+def test_resolution_ratios() -> None:
+    f = _facts(resolution_ratios)
+    assert (f["tokens_384"], f["tokens_512"]) == (577, 1025)
+    assert f["pairs_ratio_384"] == pytest.approx((577 / 197) ** 2, abs=1e-12)
+    assert round(f["pairs_ratio_384"], 2) == 8.58
+    assert round(f["pairs_ratio_512"]) == 27
+    # the whole model grows by more than the tokens and much less than the pairs
+    assert f["tokens_ratio_384"] < f["macs_ratio_384"] < f["pairs_ratio_384"]
+    assert f["tokens_ratio_512"] < f["macs_ratio_512"] < f["pairs_ratio_512"]
+
+
+def test_block_mac_parts_agree_with_formula() -> None:
+    for dim, t in ((768, 197), (192, 577), (64, 2)):
+        b = block_mac_parts(dim, t)
+        assert b["projections"] == 4 * t * dim**2
+        assert b["matmuls"] == 2 * t * t * dim
+        assert b["mlp"] == 8 * t * dim**2
+
+
+@pytest.mark.parametrize("dim", [192, 384, 768, 1024])
+def test_crossover_is_2d_and_4d(dim: int) -> None:
+    assert crossover(dim, ("projections", "matmuls")) == 2 * dim
+    assert crossover(dim, ("matmuls",)) == 4 * dim
+
+
+def test_macs_of_a_block_match_model_ops_count() -> None:
+    """The calculator's per-block MACs equal the MACs of a one-block model minus its stem."""
+    cfg = ViTConfig(image_size=32, patch_size=8, dim=32, depth=1, heads=4, num_classes=0)
+    m = macs(cfg)
+    b = block_mac_parts(32, cfg.seq_len)
+    assert m["total"] - m["patch_embed"] - m["head"] == sum(b.values())
+
+
+def test_median_latencies_runs_every_size() -> None:
+    torch.manual_seed(0)
+    models = {
+        s: VisionTransformer(cfg=preset("vit-ti/16", image_size=s, depth=1)).eval()
+        for s in (32, 64)
+    }
+    t = median_latencies(models, warmup=1, rounds=3)
+    assert set(t) == {32, 64}
+    assert all(v > 0 for v in t.values())
