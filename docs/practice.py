@@ -185,10 +185,15 @@ print(f"strokes cover {ink.float().mean():.0%} of the patches and get {on_ink:.0
 assert last.shape == (8, 2, 17, 17)
 row = last[:, :, 0]  # the class token's full row, CLS column included
 assert torch.allclose(row.sum(-1), torch.ones(8, 2), atol=1e-6)
+assert on_ink < ink.float().mean().item()  # not drawn to the ink (see below)
 print(f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its weight;"
       " the rest goes to the class token itself")
 
 # %% [markdown]
+# Compare the two percentages. If the class token simply read the ink, the second would be far
+# above the first; on this small model it is not. An empty patch is information too: it says
+# where the digit is *not*, and for an $8 \times 8$ digit that pins down its shape.
+#
 # Keep the limits of this picture in mind (Chapter 10): a weight says what was *read*, not
 # what *mattered* for the decision, and the last block's tokens have already mixed
 # information from every patch.
@@ -209,7 +214,7 @@ fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
 for lr, losses in curves.items():
     ax.plot(range(1, 41), losses, label=f"lr {lr:g}")
 ax.set(xlabel="full-batch step", ylabel="training loss (log scale)", yscale="log")
-ax.legend(ncols=5, fontsize=8, loc="upper center")
+ax.legend(ncols=5, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
 plt.show()
 for lr, losses in curves.items():
     print(f"lr {lr:<7g} loss after 40 steps {losses[-1]:9.3f}   highest {max(losses):9.3f}")
