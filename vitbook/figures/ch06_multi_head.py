@@ -21,6 +21,11 @@ from vitbook.model import Attention, preset, scaled_dot_product
 from vitbook.patches import patchify
 
 
+def diff_text(x: float) -> str:
+    """A largest difference as the book prints it: exactly 0, or 7.6e-08."""
+    return "0" if x == 0 else f"{x:.1e}"
+
+
 def shape_text(t: torch.Tensor | tuple[int, ...]) -> str:
     """A shape as the book prints it: (2, 197, 768)."""
     dims = tuple(t.shape) if isinstance(t, torch.Tensor) else tuple(t)
@@ -74,7 +79,7 @@ def head_split(rec):
     names = ("x", "qkv", "qkv5", "qkv_perm", "qkv_unbind", "weights", "heads_out", "concat", "proj")
     for name, (_, t) in zip(names, steps, strict=True):
         rec.fact(f"shape_{name}", shape_text(t))
-    rec.fact("trace_max_diff", diff, "{:.1e}")
+    rec.fact("trace_max_diff", diff, text=diff_text(diff))
     rec.fact("b16_heads", cfg.heads)
     rec.fact("b16_dim", cfg.dim)
     rec.fact("b16_head_dim", cfg.head_dim)
@@ -202,8 +207,8 @@ def fused_vs_separate(D: int = 768, heads: int = 12, T: int = 197, seed: int = 0
 def fused_qkv(rec):
     """The fused-projection proof and the attention parameter count of ViT-B/16."""
     r = fused_vs_separate()
-    rec.fact("qkv_max_diff", r["qkv_diff"], "{:.1e}")
-    rec.fact("msa_max_diff", r["msa_diff"], "{:.1e}")
+    rec.fact("qkv_max_diff", r["qkv_diff"], text=diff_text(r["qkv_diff"]))
+    rec.fact("msa_max_diff", r["msa_diff"], text=diff_text(r["msa_diff"]))
     rec.fact("msa_out_max", r["scale"], "{:.2f}")
     cfg = preset("vit-b/16")
     p = param_breakdown(cfg)
@@ -221,6 +226,11 @@ def fused_qkv(rec):
     rec.fact("params_attn_all_blocks", p["attn_all"])
     rec.fact("params_attn_share", p["attn_all"] / p["total"], "{:.0%}")
     rec.fact("b16_depth", cfg.depth)
+    large = preset("vit-l/16")
+    rec.fact("l16_dim", large.dim, "{}")
+    rec.fact("l16_heads", large.heads)
+    rec.fact("l16_head_dim", large.head_dim)
+    rec.fact("params_attn_l16", param_breakdown(large)["attn"])
     return {"qkv": r, "params": p, "by_heads": counts}
 
 
@@ -380,7 +390,7 @@ def _(d, v):
             fontsize=8.5,
             color=c["fg"],
         )
-    note = fig.add_subplot(g[1, 0])
+    note = fig.add_subplot(g[1, 0])  # the bar chart's labels reach into column 1
     note.axis("off")
     note.text(
         0.02,
@@ -392,7 +402,7 @@ def _(d, v):
         color=c["fg"],
         transform=note.transAxes,
     )
-    ax = fig.add_subplot(g[1, 1:3])
+    ax = fig.add_subplot(g[1, 2:4])
     ys = np.arange(len(HEAD_NAMES))[::-1]
     ax.barh(ys, d["dist"], color=[c["blue"], c["purple"], c["green"], c["orange"]], height=0.6)
     for y, x in zip(ys, d["dist"], strict=True):
