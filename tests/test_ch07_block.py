@@ -103,8 +103,9 @@ def test_pre_vs_post_norm_measurement() -> None:
     rec = Recorder(7)
     runs = pre_vs_post_norm(rec)
     f = {k: v["value"] for k, v in rec.facts.items()}
-    # post-norm: the stream is renormalised at every block, so its size stays at one
-    assert max(abs(r - 1) for r in runs["xavier-post"]["rms"]) < 1e-3
+    # post-norm: every block ends in a LayerNorm, so from block 2 on the stream has RMS one
+    # (block 1 reads the random input itself)
+    assert max(abs(r - 1) for r in runs["xavier-post"]["rms"][1:]) < 1e-3
     # pre-norm: the stream grows with depth
     assert f["xavier_pre_rms_growth"] > 2
     assert all(b > a for a, b in zip(runs["xavier-pre"]["rms"], runs["xavier-pre"]["rms"][1:],
