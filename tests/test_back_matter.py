@@ -193,3 +193,17 @@ def test_notebook_download_button_is_wired():
     assert notebook_sources(site["nav"]) == ["lab-tinyvit8.py", "practice.py"]
     for name in notebook_sources(site["nav"]):
         assert (DOCS / name).exists()
+
+
+def test_post_build_writes_a_valid_ipynb_for_each_notebook(tmp_path):
+    import nbformat
+
+    from vitbook.engine.book import on_post_build
+
+    conf = {"nav": mkdocs_config()["nav"], "site_dir": str(tmp_path), "docs_dir": str(DOCS)}
+    on_post_build(type("Env", (), {"conf": conf})())
+    for stem in ("lab-tinyvit8", "practice"):
+        nb = nbformat.read(tmp_path / stem / f"{stem}.ipynb", as_version=4)
+        nbformat.validate(nb)
+        assert nb.cells[0].source.startswith("# ")  # the title cell comes first
+        assert sum(c.cell_type == "code" for c in nb.cells) >= 8
