@@ -1,11 +1,11 @@
 """Sessions to build, serve, test and lint the book. Each installs what it needs, pinned.
 
-    nox -s book       figures (only what is stale), then the site into site/
-    nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
-    nox -s serve      a live preview on http://127.0.0.1:8000
-    nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
-    nox -s lint       ruff
-    nox -s bench      the model's speed benchmarks (prints ratios; not a test)
+nox -s book       figures (only what is stale), then the site into site/
+nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
+nox -s serve      a live preview on http://127.0.0.1:8000
+nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
+nox -s lint       ruff
+nox -s bench      the model's speed benchmarks (prints ratios; not a test)
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    session.install(*[line.strip() for line in open("requirements.txt")
-                      if line.lower().startswith("ruff==")])
+    session.install(
+        *[line.strip() for line in open("requirements.txt") if line.lower().startswith("ruff==")]
+    )
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", "vitbook/engine", "noxfile.py")
 

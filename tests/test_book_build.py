@@ -18,16 +18,26 @@ BUDGET_SECONDS = 600  # issue 6: a cold build of the whole book on two cores
 
 @pytest.mark.slow
 def test_cold_build_reproduces_the_committed_figures_and_facts(tmp_path: Path) -> None:
-    env = dict(os.environ, VITBOOK_FIGURES=str(tmp_path / "figures"),
-               VITBOOK_CACHE=str(tmp_path / "cache"))
+    env = dict(
+        os.environ, VITBOOK_FIGURES=str(tmp_path / "figures"), VITBOOK_CACHE=str(tmp_path / "cache")
+    )
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "vitbook", "figures"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=3 * BUDGET_SECONDS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitbook", "figures"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3 * BUDGET_SECONDS,
+    )
     seconds = time.perf_counter() - start
     print(proc.stdout)  # the build report: seconds per figure and per training run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "cached" not in {line.split()[1] for line in proc.stdout.splitlines()
-                            if line.startswith("ch") and len(line.split()) == 3}
+    assert "cached" not in {
+        line.split()[1]
+        for line in proc.stdout.splitlines()
+        if line.startswith("ch") and len(line.split()) == 3
+    }
     assert seconds < BUDGET_SECONDS, f"cold build took {seconds:.0f} s"
 
     committed = json.loads((ROOT / "figures/manifest.json").read_text())

@@ -20,17 +20,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SHARED = '''
+SHARED = """
 def value():
     return 41
-'''
+"""
 
-ONLY_B = '''
+ONLY_B = """
 def offset():
     return 1
-'''
+"""
 
-MODULE = '''
+MODULE = """
 import os, time
 from vitbook import plot
 from vitbook.engine import figure, facts
@@ -53,21 +53,28 @@ def _(data, v):
 @facts(chapter={ch}, id="{id}-facts")
 def more(rec):
     rec.fact("twice", 2 * {expr})
-'''
+"""
 
 
 @pytest.fixture
 def book(tmp_path: Path) -> Path:
     """A scratch project: vitbook without its chapters, plus chapters 90-92 made up here."""
-    shutil.copytree(ROOT / "vitbook", tmp_path / "vitbook",
-                    ignore=shutil.ignore_patterns("__pycache__", "ch[0-9][0-9]_*.py"))
+    shutil.copytree(
+        ROOT / "vitbook",
+        tmp_path / "vitbook",
+        ignore=shutil.ignore_patterns("__pycache__", "ch[0-9][0-9]_*.py"),
+    )
     (tmp_path / "vitbook" / "shared_for_test.py").write_text(SHARED)
     (tmp_path / "vitbook" / "only_b.py").write_text(ONLY_B)
     figs = tmp_path / "vitbook" / "figures"
     specs = {
         "ch90_alpha.py": (90, "alpha", "from vitbook.shared_for_test import value", "value()"),
-        "ch91_beta.py": (91, "beta", "from vitbook.shared_for_test import value\n"
-                         "from vitbook.only_b import offset", "value() + offset()"),
+        "ch91_beta.py": (
+            91,
+            "beta",
+            "from vitbook.shared_for_test import value\nfrom vitbook.only_b import offset",
+            "value() + offset()",
+        ),
         "ch92_gamma.py": (92, "gamma", "", "7"),
     }
     for name, (ch, fid, imports, expr) in specs.items():
@@ -76,10 +83,21 @@ def book(tmp_path: Path) -> Path:
 
 
 def run(book: Path, *args: str, env: dict | None = None, check: bool = True):
-    full_env = dict(os.environ, PYTHONPATH=str(book), VITBOOK_FIGURES=str(book / "figures"),
-                    VITBOOK_CACHE=str(book / ".cache"), **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "vitbook", *args], cwd=book, env=full_env,
-                          capture_output=True, text=True, timeout=300)
+    full_env = dict(
+        os.environ,
+        PYTHONPATH=str(book),
+        VITBOOK_FIGURES=str(book / "figures"),
+        VITBOOK_CACHE=str(book / ".cache"),
+        **(env or {}),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitbook", *args],
+        cwd=book,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -96,8 +114,11 @@ def statuses(stdout: str) -> dict[str, str]:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def test_scratch_copy_is_the_one_imported(book: Path) -> None:
@@ -120,9 +141,14 @@ def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
         f.write("\n# an edit\n")
     assert run(book, "figures", "--check", check=False).returncode == 1
     after = statuses(run(book, "figures").stdout)
-    assert after == {"ch90/alpha": "computed", "ch90/alpha-facts": "computed",
-                     "ch91/beta": "cached", "ch91/beta-facts": "cached",
-                     "ch92/gamma": "cached", "ch92/gamma-facts": "cached"}
+    assert after == {
+        "ch90/alpha": "computed",
+        "ch90/alpha-facts": "computed",
+        "ch91/beta": "cached",
+        "ch91/beta-facts": "cached",
+        "ch92/gamma": "cached",
+        "ch92/gamma-facts": "cached",
+    }
 
 
 def test_changing_a_shared_module_reruns_exactly_its_users(book: Path) -> None:
@@ -135,14 +161,20 @@ def test_changing_a_shared_module_reruns_exactly_its_users(book: Path) -> None:
     (book / "vitbook/shared_for_test.py").write_text(SHARED.replace("41", "40"))
     after = statuses(run(book, "figures").stdout)
     assert {k for k, s in after.items() if s == "computed"} == {
-        "ch90/alpha", "ch90/alpha-facts", "ch91/beta", "ch91/beta-facts"}
+        "ch90/alpha",
+        "ch90/alpha-facts",
+        "ch91/beta",
+        "ch91/beta-facts",
+    }
 
 
 def test_facts_are_written_by_chapter(book: Path) -> None:
     run(book, "figures")
     facts = json.loads((book / "figures/facts.json").read_text())
-    assert facts["ch90"] == {"answer": {"text": "41", "value": 41},
-                             "twice": {"text": "82", "value": 82}}
+    assert facts["ch90"] == {
+        "answer": {"text": "41", "value": 41},
+        "twice": {"text": "82", "value": 82},
+    }
     assert facts["ch92"]["answer"]["value"] == 7
 
 
@@ -154,8 +186,12 @@ def test_two_clean_builds_are_byte_identical(book: Path, tmp_path_factory) -> No
     run(book, "figures")
     assert snapshot(book / "figures") == first
     names = set(first)
-    assert {"ch90/alpha.png", "ch90/alpha.svg", "ch90/alpha.dark.png",
-            "ch90/alpha.dark.svg"} <= names
+    assert {
+        "ch90/alpha.png",
+        "ch90/alpha.svg",
+        "ch90/alpha.dark.png",
+        "ch90/alpha.dark.svg",
+    } <= names
 
 
 def test_a_deleted_figure_is_redrawn_from_the_cache_without_recomputing(book: Path) -> None:
@@ -178,16 +214,27 @@ def test_a_damaged_cache_entry_is_recomputed_not_trusted(book: Path) -> None:
 
 @pytest.mark.slow
 def test_killed_build_leaves_no_partial_file_and_the_next_build_finishes_the_job(
-        book: Path) -> None:
+    book: Path,
+) -> None:
     run(book, "figures")
     clean = snapshot(book / "figures")
     shutil.rmtree(book / "figures")
     shutil.rmtree(book / ".cache")
-    env = dict(os.environ, PYTHONPATH=str(book), VITBOOK_FIGURES=str(book / "figures"),
-               VITBOOK_CACHE=str(book / ".cache"), SLOW="1.5")
-    proc = subprocess.Popen([sys.executable, "-m", "vitbook", "figures"], cwd=book, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(book),
+        VITBOOK_FIGURES=str(book / "figures"),
+        VITBOOK_CACHE=str(book / ".cache"),
+        SLOW="1.5",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vitbook", "figures"],
+        cwd=book,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 60
     while not (book / "figures/ch90/alpha.png").exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -224,7 +271,12 @@ def test_parallel_build_gives_the_same_bytes(book: Path) -> None:
 
 def test_committed_figures_are_up_to_date() -> None:
     """figures/ in the repository matches the code: nothing in it is stale."""
-    proc = subprocess.run([sys.executable, "-m", "vitbook", "figures", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, VITBOOK_FIGURES=str(ROOT / "figures")))
+    proc = subprocess.run(
+        [sys.executable, "-m", "vitbook", "figures", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, VITBOOK_FIGURES=str(ROOT / "figures")),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -69,8 +69,9 @@ class Chapter:
         try:
             return self._facts[key]
         except KeyError:
-            raise BookError(f"unknown fact {self.name}.{key}; known: "
-                            f"{', '.join(sorted(self._facts))}") from None
+            raise BookError(
+                f"unknown fact {self.name}.{key}; known: {', '.join(sorted(self._facts))}"
+            ) from None
 
     def __contains__(self, key: object) -> bool:
         return key in self._facts
@@ -123,8 +124,10 @@ def bibliography(path: str) -> dict[str, dict[str, str]]:
     text = Path(path).read_text(encoding="utf-8")
     entries = {}
     for m in re.finditer(r"@(\w+)\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
-        fields = {k.lower(): re.sub(r"[{}]", "", v).strip()
-                  for k, v in re.findall(r"(\w+)\s*=\s*[{\"](.*?)[}\"],?\s*$", m.group(3), re.M)}
+        fields = {
+            k.lower(): re.sub(r"[{}]", "", v).strip()
+            for k, v in re.findall(r"(\w+)\s*=\s*[{\"](.*?)[}\"],?\s*$", m.group(3), re.M)
+        }
         fields["type"] = m.group(1).lower()
         entries[m.group(2)] = fields
     return entries
@@ -160,8 +163,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         try:
             return key, numbering(docs_dir)[key]
         except KeyError:
-            raise BookError(f"{env.page.file.src_path}: unknown figure or equation {label!r}"
-                            ) from None
+            raise BookError(
+                f"{env.page.file.src_path}: unknown figure or equation {label!r}"
+            ) from None
 
     def rel(url: str) -> str:
         """A link from the current page to a page url (both directory-style)."""
@@ -177,8 +181,10 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         (``ch00/book-map``) and the figure is placed without a number."""
         if chapter_of(env.page.file.src_path) is None:
             if "/" not in label:
-                raise BookError(f"{env.page.file.src_path}: outside a chapter, name the figure"
-                                f" as chNN/id, not {label!r}")
+                raise BookError(
+                    f"{env.page.file.src_path}: outside a chapter, name the figure"
+                    f" as chNN/id, not {label!r}"
+                )
             key, kind, number = label, "figure", None
         else:
             key, (kind, number, _url) = resolve(label)
@@ -196,7 +202,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f'<a class="glightbox" href="{stem}.dark.png" data-type="image">'
             f'<img class="vb-dark" src="{stem}.dark.png" alt="{alt_text}" loading="lazy"></a>\n'
             f'<figcaption><a class="vb-label" href="#{anchor(key, kind)}">'
-            f'{f"Figure {number}." if number else "Figure."}</a> {body} '
+            f"{f'Figure {number}.' if number else 'Figure.'}</a> {body} "
             f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
             f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
             f"</figure>"
@@ -209,8 +215,10 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         if kind != "equation":
             raise BookError(f"{label!r} is a figure, not an equation")
         latex = latex.strip()
-        return (f'<div class="arithmatex vb-equation" id="{anchor(key, kind)}">'
-                f"\\[{latex} \\tag{{{number}}}\\]</div>")
+        return (
+            f'<div class="arithmatex vb-equation" id="{anchor(key, kind)}">'
+            f"\\[{latex} \\tag{{{number}}}\\]</div>"
+        )
 
     @env.macro
     def ref(label: str) -> str:
@@ -228,13 +236,17 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         parts = []
         for key in keys:
             if key not in bib:
-                raise BookError(f"{env.page.file.src_path}: unknown citation {key!r}; "
-                                f"add it to docs/references.bib")
+                raise BookError(
+                    f"{env.page.file.src_path}: unknown citation {key!r}; "
+                    f"add it to docs/references.bib"
+                )
             e = bib[key]
             first = e.get("author", "Anon").split(" and ")[0].split(",")[0].strip()
             etal = " et al." if " and " in e.get("author", "") else ""
-            parts.append(f'<a class="vb-cite" href="{rel("references/")}#{key}">'
-                         f"{first}{etal}, {e.get('year', 'n.d.')}</a>")
+            parts.append(
+                f'<a class="vb-cite" href="{rel("references/")}#{key}">'
+                f"{first}{etal}, {e.get('year', 'n.d.')}</a>"
+            )
         return "(" + "; ".join(parts) + ")"
 
     authors = extra.get("authors", "The vitbook authors")
@@ -243,6 +255,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     def nav_title(src: str) -> str:
         """A page's title as the navigation gives it (what a chapter page's title is)."""
+
         def walk(items: Any) -> str | None:
             for item in items or []:
                 if isinstance(item, dict):
@@ -259,29 +272,36 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             raise BookError(f"{src} is not in the nav of mkdocs.yml")
         return title
 
-    def chapter_citation(n: int, src: str, title: str, key: str, note: str = "",
-                         anchor_id: str = "") -> tuple[str, str]:
+    def chapter_citation(
+        n: int, src: str, title: str, key: str, note: str = "", anchor_id: str = ""
+    ) -> tuple[str, str]:
         """(plain text, BibTeX) citing chapter n, or one figure or equation of it."""
         title = re.sub(r"^\d+\.\s*", "", title)
         url = site_url + src.removesuffix(".md") + "/" + (f"#{anchor_id}" if anchor_id else "")
-        bib = (f"@incollection{{{key},\n"
-               f"  author    = {{{{{authors}}}}},\n"
-               f"  title     = {{Chapter {n}: {title}}},\n"
-               f"  booktitle = {{{book}}},\n"
-               f"  edition   = {{{version}}},\n"
-               f"  year      = {{{year}}},\n"
-               + (f"  note      = {{{note}}},\n" if note else "")
-               + f"  url       = {{{url}}}\n}}")
+        bib = (
+            f"@incollection{{{key},\n"
+            f"  author    = {{{{{authors}}}}},\n"
+            f"  title     = {{Chapter {n}: {title}}},\n"
+            f"  booktitle = {{{book}}},\n"
+            f"  edition   = {{{version}}},\n"
+            f"  year      = {{{year}}},\n"
+            + (f"  note      = {{{note}}},\n" if note else "")
+            + f"  url       = {{{url}}}\n}}"
+        )
         what = f"{note}, in Chapter {n}" if note else f"Chapter {n}"
-        plain = (f"{authors} ({year}). {what}: {title}. In <em>{book}</em> "
-                 f"(version {version}). {url}")
+        plain = (
+            f"{authors} ({year}). {what}: {title}. In <em>{book}</em> (version {version}). {url}"
+        )
         return plain, bib
 
     def box(heading: str, plain: str, bib: str) -> str:
-        return (f'!!! quote "{heading}"\n\n'
-                f"    {plain}\n\n"
-                f"    ```bibtex\n" + "\n".join("    " + line for line in bib.splitlines())
-                + "\n    ```\n")
+        return (
+            f'!!! quote "{heading}"\n\n'
+            f"    {plain}\n\n"
+            f"    ```bibtex\n"
+            + "\n".join("    " + line for line in bib.splitlines())
+            + "\n    ```\n"
+        )
 
     def chapter_src(n: int) -> str:
         found = [p.name for p in Path(docs_dir).glob(f"{n:02d}-*.md")]
@@ -311,25 +331,33 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         try:
             kind, number, url = numbering(docs_dir)[label]
         except KeyError:
-            raise BookError(f"{env.page.file.src_path}: unknown figure or equation {label!r}"
-                            ) from None
+            raise BookError(
+                f"{env.page.file.src_path}: unknown figure or equation {label!r}"
+            ) from None
         n = int(label[2:4])
         src = url.removesuffix("/") + ".md"
         name = ("Figure " if kind == "figure" else "Eq. ") + number
-        plain, bib = chapter_citation(n, src, nav_title(src),
-                                      f"vitbook-{anchor(label, kind)}-{number.replace('.', '-')}",
-                                      note=name, anchor_id=anchor(label, kind))
+        plain, bib = chapter_citation(
+            n,
+            src,
+            nav_title(src),
+            f"vitbook-{anchor(label, kind)}-{number.replace('.', '-')}",
+            note=name,
+            anchor_id=anchor(label, kind),
+        )
         return box(f"Citing {name}", plain, bib)
 
     @env.macro
     def cite_book() -> str:
         """The citation of the whole book (the same data as ``CITATION.cff``)."""
-        bib = (f"@book{{vitbook,\n"
-               f"  author    = {{{{{authors}}}}},\n"
-               f"  title     = {{{book}}},\n"
-               f"  edition   = {{{version}}},\n"
-               f"  year      = {{{year}}},\n"
-               f"  url       = {{{site_url}}}\n}}")
+        bib = (
+            f"@book{{vitbook,\n"
+            f"  author    = {{{{{authors}}}}},\n"
+            f"  title     = {{{book}}},\n"
+            f"  edition   = {{{version}}},\n"
+            f"  year      = {{{year}}},\n"
+            f"  url       = {{{site_url}}}\n}}"
+        )
         plain = f"{authors} ({year}). <em>{book}</em> (version {version}). {site_url}"
         return box("Citing the book", plain, bib)
 
@@ -341,8 +369,10 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         glossary = Path(docs_dir) / "glossary.md"
         ids = set(re.findall(r"\{\s*#([a-z0-9-]+)\s*\}", glossary.read_text(encoding="utf-8")))
         if slug not in ids:
-            raise BookError(f"{env.page.file.src_path}: no glossary entry #{slug} for {text!r};"
-                            f" add one to docs/glossary.md")
+            raise BookError(
+                f"{env.page.file.src_path}: no glossary entry #{slug} for {text!r};"
+                f" add one to docs/glossary.md"
+            )
         return f'<a class="vb-term" href="{rel("glossary/")}#{slug}">{html.escape(text)}</a>'
 
     @env.macro
@@ -355,10 +385,12 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             note = f" {e['note']}." if e.get("note") else ""
             url = e.get("url", "")
             link = f' <a href="{url}">{html.escape(url)}</a>' if url else ""
-            items.append(f'<li id="{key}"><strong>{html.escape(e.get("author", ""))}</strong> '
-                         f"({e.get('year', 'n.d.')}). {html.escape(e.get('title', key))}. "
-                         f"<em>{html.escape(venue)}</em>.{note}{link} "
-                         f"<code>{key}</code></li>")
+            items.append(
+                f'<li id="{key}"><strong>{html.escape(e.get("author", ""))}</strong> '
+                f"({e.get('year', 'n.d.')}). {html.escape(e.get('title', key))}. "
+                f"<em>{html.escape(venue)}</em>.{note}{link} "
+                f"<code>{key}</code></li>"
+            )
         return '<ol class="vb-references">\n' + "\n".join(items) + "\n</ol>"
 
     env.variables["book_version"] = version

@@ -77,7 +77,9 @@ def file_names(item: Item) -> list[str]:
     if not item.is_figure:
         return []
     stem = f"ch{item.chapter:02d}/{item.id}"
-    return [f"{stem}{'' if t == 'light' else '.dark'}.{ext}" for t in THEMES for ext in ("png", "svg")]
+    return [
+        f"{stem}{'' if t == 'light' else '.dark'}.{ext}" for t in THEMES for ext in ("png", "svg")
+    ]
 
 
 def sha256(path: Path) -> str | None:
@@ -121,8 +123,7 @@ def shrink_png(blob: bytes) -> bytes:
     from PIL import Image
 
     image = Image.open(io.BytesIO(blob)).convert("RGB")
-    small = image.quantize(256, method=Image.Quantize.MEDIANCUT,
-                           dither=Image.Dither.FLOYDSTEINBERG)
+    small = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.FLOYDSTEINBERG)
     out = io.BytesIO()
     small.save(out, format="PNG", optimize=True)
     return out.getvalue()
@@ -192,8 +193,9 @@ def read_manifest(outdir: Path) -> dict[str, Any]:
         return {}
 
 
-def write_outputs(outdir: Path, outcomes: Iterable[Outcome], registry: dict[str, Item],
-                  prune: bool) -> None:
+def write_outputs(
+    outdir: Path, outcomes: Iterable[Outcome], registry: dict[str, Item], prune: bool
+) -> None:
     """Merge new entries into the manifest and rewrite ``facts.json`` (under a lock)."""
     with cache.file_lock(outdir / ".lock"):
         manifest = read_manifest(outdir)
@@ -254,8 +256,9 @@ def build(
 
         threads = max(1, (os.cpu_count() or 1) // jobs)
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(threads,)) as pool:
+        with ProcessPoolExecutor(
+            jobs, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
+        ) as pool:
             futures = [pool.submit(_safe_build_one, key, outdir, force) for key in todo]
             for fut in as_completed(futures):
                 outcomes.append(fut.result())

@@ -37,15 +37,22 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vitbook", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser("figures", help="compute and draw figures and facts that are out of date")
-    f.add_argument("--chapter", type=int, action="append", metavar="N",
-                   help="only chapter N (repeatable)")
-    f.add_argument("--only", action="append", metavar="ID",
-                   help="only this figure, as chNN/id or id (repeatable)")
+    f.add_argument(
+        "--chapter", type=int, action="append", metavar="N", help="only chapter N (repeatable)"
+    )
+    f.add_argument(
+        "--only",
+        action="append",
+        metavar="ID",
+        help="only this figure, as chNN/id or id (repeatable)",
+    )
     f.add_argument("--force", action="store_true", help="recompute even if up to date")
-    f.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
-                   help="worker processes (default 1)")
-    f.add_argument("--check", action="store_true",
-                   help="compute nothing; exit 1 if anything is out of date")
+    f.add_argument(
+        "--jobs", type=_positive_int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    f.add_argument(
+        "--check", action="store_true", help="compute nothing; exit 1 if anything is out of date"
+    )
     ls = sub.add_parser("list", help="list every figure and computation")
     ls.add_argument("--chapter", type=int, action="append", metavar="N")
     return p
@@ -59,8 +66,10 @@ def select(chapters: list[int] | None, only: list[str] | None) -> list[str]:
     if chapters:
         unknown = [c for c in chapters if c not in valid_chapters]
         if unknown:
-            raise UsageError(f"unknown chapter {unknown[0]}; chapters with figures: "
-                             + ", ".join(map(str, valid_chapters)))
+            raise UsageError(
+                f"unknown chapter {unknown[0]}; chapters with figures: "
+                + ", ".join(map(str, valid_chapters))
+            )
     registry = discover(chapters or None)
     keys = list(registry)
     if only:
@@ -82,10 +91,13 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
     for o in outcomes:
         lines.append(f"{o.key:<{width}}  {o.status:<8}  {o.seconds:8.2f}")
         for run, (secs, hit) in sorted(o.runs.items()):
-            lines.append(f"{'  run ' + run:<{width}}  {'cached' if hit else 'trained':<8}  {secs:8.2f}")
+            lines.append(
+                f"{'  run ' + run:<{width}}  {'cached' if hit else 'trained':<8}  {secs:8.2f}"
+            )
     counts = Counter(o.status for o in outcomes)
-    summary = ", ".join(f"{counts[s]} {s}" for s in ("computed", "redrawn", "cached", "failed")
-                        if counts[s])
+    summary = ", ".join(
+        f"{counts[s]} {s}" for s in ("computed", "redrawn", "cached", "failed") if counts[s]
+    )
     lines.append("-" * (width + 20))
     lines.append(f"{len(outcomes)} items: {summary} in {seconds:.1f} s")
     if counts["computed"] + counts["redrawn"] == 0 and not counts["failed"]:
@@ -118,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     with tqdm(total=len(keys), unit="fig", file=sys.stderr, dynamic_ncols=True) as bar:
+
         def done(o: Outcome) -> None:
             bar.set_postfix_str(f"{o.key} {o.status}")
             bar.update()

@@ -34,7 +34,9 @@ class Recorder:
         self.chapter = chapter
         self.facts: dict[str, dict[str, Any]] = {}
 
-    def fact(self, name: str, value: Any, fmt: str | None = None, *, text: str | None = None) -> Any:
+    def fact(
+        self, name: str, value: Any, fmt: str | None = None, *, text: str | None = None
+    ) -> Any:
         """Record a number the prose may quote as ``{{ chNN.name }}``.
 
         Args:

@@ -16,7 +16,6 @@ from vitbook.engine import book
 MATHJAX = Path("node_modules/mathjax/es5")
 
 
-
 def on_config(config: Any) -> Any:
     book.numbering.cache_clear()
     book.bibliography.cache_clear()
