@@ -37,6 +37,6 @@ def on_post_build(config: Any) -> None:
     out = site / "assets" / "mathjax"
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(mathjax / "tex-mml-chtml.js", out / "tex-mml-chtml.js")
-    # the fonts, and the TeX extensions MathJax loads on demand (\\boldsymbol, \\cancel, ...)
+    # the fonts, and the TeX extensions MathJax loads on demand (\boldsymbol, \cancel, ...)
     for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions"):
         shutil.copytree(mathjax / sub, out / sub, dirs_exist_ok=True)
