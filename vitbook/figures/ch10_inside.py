@@ -155,10 +155,11 @@ def _(d, v):
     ax.text(L + 0.25, d["uniform"], "uniform\nattention", color=c["muted"], fontsize=8,
             va="center")  # fmt: skip
     ax.set_xticks(np.arange(1, L + 1))
-    ax.set_xlim(0.6, L + 0.9)
-    ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, None))
-    ax.text(0.7, dist.max() * 1.02, "one dot per head; grey line: mean over heads", fontsize=8,
-            color=c["fg"], va="bottom")  # fmt: skip
+    ax.set_xlim(0.6, L + 1.1)
+    top = 1.2 * max(dist.max(), d["uniform"])
+    ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, top))
+    ax.text(0.02, 0.04, "one dot per head; grey line: mean over heads", fontsize=8,
+            color=c["fg"], transform=ax.transAxes)  # fmt: skip
     return fig
 
 
@@ -285,7 +286,7 @@ def attention_pairs(image: int, patch: int, window: int | None) -> int:
 def window_cost(rec):
     """Query-key pairs per attention layer for global attention and for 7×7 windows, against
     image side, with 4×4-pixel tokens (Swin's first stage)."""
-    sizes = np.array([112, 224, 336, 448, 672, 896, 1024])
+    sizes = np.array([112, 224, 448, 896, 1792])
     glob = np.array([attention_pairs(int(s), 4, None) for s in sizes], dtype=float)
     win = np.array([attention_pairs(int(s), 4, 7) for s in sizes], dtype=float)
     rec.fact("win_tokens_224", (224 // 4) ** 2, "{:,}")
