@@ -270,6 +270,11 @@ def pos_params(rec):
             big = preset(name, image_size=384)
             rec.fact("pos_params_b16_384", param_breakdown(big)["pos_embed"])
             rec.fact("seq_b16_384", big.seq_len)
+            rec.fact("image", IMAGE)
+            rec.fact("image_big", 384)
+            rec.fact("patches_b16", cfg.num_patches)
+    rec.fact("image_huge", 512)
+    rec.fact("pos_params_l16_512", param_breakdown(preset("vit-l/16", image_size=512))["pos_embed"])
     rec.fact(
         "sincos_params_b16", param_breakdown(preset("vit-b/16", pos_embed="sincos2d"))["pos_embed"]
     )
@@ -325,3 +330,43 @@ def traps(rec):
             load_msg = [ln.strip() for ln in str(err).splitlines() if "pos_embed:" in ln][0]
     rec.fact("load_table_error", load_msg, text=load_msg)
     return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
+
+
+@figure(chapter=4, id="learned-pos", size=(7.2, 2.4))
+def learned_pos(rec):
+    """The learned table of the small ViT pre-trained in Chapter 9 (8 x 8 grid, D = 64)."""
+    from vitbook.runs import pretrained_shapes_vit
+
+    run = pretrained_shapes_vit()
+    model, cfg = run["model"], run["cfg"]
+    gh, gw = cfg.grid
+    sim = cosine_similarity_map(model.pos_embed.detach(), (gh, gw))  # (gh, gw, gh, gw)
+    picks = ((0, 0), (2, 5), (4, 4), (7, 1))
+    rec.fact("learned_grid", gh)
+    rec.fact("learned_dim", cfg.dim)
+    # same row or column versus neither, averaged over all pairs of distinct patches
+    s = sim.reshape(gh * gw, gh * gw).double()
+    rr, cc = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
+    r, c = rr.flatten(), cc.flatten()
+    same = (r[:, None] == r[None, :]) | (c[:, None] == c[None, :])
+    off = ~torch.eye(gh * gw, dtype=torch.bool)
+    rec.fact("learned_same_line", float(s[same & off].mean()), "{:.2f}")
+    rec.fact("learned_other", float(s[~same].mean()), "{:.2f}")
+    return {"maps": np.stack([sim[a, b].numpy() for a, b in picks]), "picks": picks}
+
+
+@learned_pos.draw
+def _(data, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 1, len(data["picks"]))
+    for ax, m, (r, cc) in zip(axes, data["maps"], data["picks"], strict=True):
+        im = ax.imshow(m, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
+        ax.plot(cc, r, marker="s", ms=8, mfc="none", mec=c["highlight"], mew=2)
+        ax.set_xticks([0, m.shape[1] - 1])
+        ax.set_yticks([0, m.shape[0] - 1])
+        ax.tick_params(labelsize=8, length=2)
+        ax.set_title(f"patch (row {r}, col {cc})", fontsize=9, loc="center")
+    cb = fig.colorbar(im, ax=axes, shrink=0.9, pad=0.02)
+    cb.set_label("cosine similarity")
+    cb.outline.set_visible(False)
+    return fig

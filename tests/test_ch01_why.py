@@ -1,0 +1,63 @@
+"""Chapter 1: receptive fields measured by gradients, the long-range task, the paper's table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vitbook.data.longrange import mirror_strips, pair_distance
+from vitbook.engine import Recorder
+from vitbook.figures.ch01_why import paper_data, plain_stack_footprints, small_cnn_footprint
+
+FACTS = Path(__file__).resolve().parents[1] / "figures" / "facts.json"
+
+
+def test_plain_stack_receptive_field_is_2k_plus_1():
+    widths, _ = plain_stack_footprints(12, size=41)
+    assert widths == [2 * k + 1 for k in range(1, 13)]
+
+
+def test_small_cnn_receptive_field():
+    width, grad = small_cnn_footprint(128)
+    assert width == 32
+    assert grad.shape == (128, 128)
+
+
+def test_mirror_strips_symmetry_and_labels():
+    x, y, d = mirror_strips(400, noise=0.0, seed=3)
+    assert x.shape == (400, 1, 4, 64)
+    img = x[:, 0].numpy()
+    symmetric = np.all(img == img[:, :, ::-1], axis=(1, 2))
+    assert np.array_equal(symmetric, y.numpy() == 0)  # intact exactly when mirror-symmetric
+    assert 150 < int(y.sum()) < 250
+    allowed = {pair_distance(c) for c in range(8)}
+    assert set(d[y == 1].tolist()) <= allowed and set(d[y == 0].tolist()) == {0}
+    assert pair_distance(0) == 60 and pair_distance(7) == 4
+
+
+def test_mirror_strips_is_seeded():
+    a, b = mirror_strips(50, seed=5), mirror_strips(50, seed=5)
+    assert all(np.array_equal(u.numpy(), v.numpy()) for u, v in zip(a, b, strict=True))
+    assert not np.array_equal(a[0].numpy(), mirror_strips(50, seed=6)[0].numpy())
+
+
+def test_paper_table5():
+    rec = Recorder(1)
+    paper_data(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["t5_in1k_b16"] == 77.91 and f["t5_in1k_l16"] == 76.53
+    assert f["t5_in1k_l16"] < f["t5_in1k_b16"]  # bigger is worse on ImageNet-1k alone
+    assert f["t5_jft_h14"] == 88.04 and f["t5_jft_l16"] > f["t5_jft_b16"]
+
+
+@pytest.mark.slow
+def test_longrange_facts():
+    f = {k: v["value"] for k, v in json.loads(FACTS.read_text())["ch01"].items()}
+    assert abs(f["vit_params"] - f["cnn_params"]) / f["vit_params"] < 0.1  # similar size
+    assert f["vit_acc"] > 0.9  # the ViT learns the comparison
+    assert f["cnn_far_acc"] < 0.6  # beyond its receptive field the CNN is near chance
+    assert f["cnn_far_acc"] < f["vit_far_acc"]  # beyond the CNN's reach, the ViT wins
+    assert f["rf_closed_form_ok"] == "yes" and f["cnn_rf"] == 32

@@ -1,0 +1,80 @@
+"""Chapter 4: Eq. 1, permutation equivariance, sin-cos similarity, parameter counts, traps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vitbook.engine import Recorder
+from vitbook.figures.ch04_cls_position import (
+    permutation,
+    pos_params,
+    shuffle_patches,
+    sincos_similarity,
+    traps,
+    z0_assembly,
+)
+
+
+def _facts(item):
+    rec = Recorder(4)
+    item(rec)
+    return {k: v["value"] for k, v in rec.facts.items()}
+
+
+def test_shuffle_patches_moves_whole_tiles():
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8)
+    assert torch.equal(shuffle_patches(x, torch.arange(4), 4), x)
+    perm = torch.tensor([3, 0, 2, 1])
+    y = shuffle_patches(x, perm, 4)
+    assert torch.equal(y[..., :4, :4], x[..., 4:, 4:])  # place 0 holds tile 3
+    assert torch.equal(y[..., :4, 4:], x[..., :4, :4])  # place 1 holds tile 0
+    assert torch.equal(shuffle_patches(y, torch.argsort(perm), 4), x)
+
+
+def test_z0_assembly_matches_the_model():
+    f = _facts(z0_assembly)
+    assert f["z0_rows"] == 50 and f["z0_cols"] == 8
+    assert f["z0_match"] == 0.0
+
+
+def test_pos_params_b16():
+    f = _facts(pos_params)
+    assert f["pos_params_b16"] == 151_296
+    assert f["seq_b16"] == 197
+    assert f["cls_params_b16"] == 768
+    assert f["pos_params_b16_384"] == 577 * 768
+    assert f["sincos_params_b16"] == 0
+    assert abs(f["pos_share_b16"] - 151_296 / 86_567_656) < 1e-12
+
+
+def test_sincos_similarity_1d_knows_only_the_index():
+    f = _facts(sincos_similarity)
+    # in 1D the wrap-around pair (6, 13)-(7, 0) is exactly as similar as true neighbours
+    assert abs(f["sim1d_wrap"] - f["sim1d_right"]) < 1e-6
+    assert f["sim1d_below"] < f["sim1d_right"] - 0.2
+    # in 2D right and below are alike, and the wrap-around pair is far apart
+    assert abs(f["sim2d_right"] - f["sim2d_below"]) < 1e-6
+    assert f["sim2d_wrap"] < f["sim1d_wrap"] - 0.1
+
+
+@pytest.mark.slow
+def test_permutation_equivariance_on_vit_ti():
+    f = _facts(permutation)
+    assert f["cls_diff_none"] < 1e-6  # float64: round-off only
+    assert f["cls_diff_none"] < 1e-12
+    assert f["patch_diff_none"] < 1e-12  # patch outputs are permuted, otherwise unchanged
+    assert f["gap_diff_none"] < 1e-12
+    assert f["cls_diff_none_f32"] < 1e-5
+    assert f["cls_diff_learned"] > 1e-3  # any position table breaks the symmetry
+    assert f["cls_diff_sincos"] > 1e-3
+    assert f["ti_params"] == 5_717_416
+
+
+@pytest.mark.slow
+def test_traps():
+    f = _facts(traps)
+    assert f["wrong_cls_diff"] > 1e-2  # reading a patch as if it were the CLS token
+    assert "197" in f["torch_table_error"] and "196" in f["torch_table_error"]
+    assert "196 tokens" in f["vitbook_table_error"] and "needs 197" in f["vitbook_table_error"]
+    assert f["load_table_error"] == "pos_embed: file (1, 196, 192) vs model (1, 197, 192)"
