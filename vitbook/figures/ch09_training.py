@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -46,14 +47,13 @@ def _(d, v):
            title="Loss")  # fmt: skip
     a2.plot(ep, 100 * np.array(d["train"]), color=c["blue"], lw=1.5)
     a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], lw=1.5)
-    q = len(ep) // 4
-    plot.label_line(a2, ep[q], 100 * d["train"][q] + 4, "train", c["blue"], ha="right")
-    plot.label_line(a2, ep[q], 100 * d["test"][q] - 5, "test", c["orange"], ha="left")
+    plot.label_line(a2, ep[-1], 104, "train", c["blue"], ha="right")
+    plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 8, "test", c["orange"], ha="right")
     a2.axhline(95, color=c["muted"], lw=0.8, ls="--")
     a2.text(5, 96, "95%", color=c["muted"], fontsize=8, va="bottom")
     a2.axvline(150, color=c["muted"], lw=0.8, ls=":")
     a2.text(152, 30, "epoch 150", color=c["muted"], fontsize=8)
-    a2.set(xlabel="epoch (one full-batch step)", ylabel="accuracy (%)", ylim=(0, 102),
+    a2.set(xlabel="epoch (one full-batch step)", ylabel="accuracy (%)", ylim=(0, 108),
            title="Accuracy")  # fmt: skip
     return fig
 
@@ -146,6 +146,8 @@ def transfer(rec):
     rec.fact("vit_params", r["vit_params"], "{:,}")
     rec.fact("cnn_width", r["cnn_width"])
     rec.fact("transfer_sizes", ", ".join(str(n) for n in sizes))
+    passes = inspect.signature(runs.transfer_sweep).parameters["passes"].default
+    rec.fact("transfer_passes", passes, "{:,}")
     rec.fact("size_small", sizes[0])
     rec.fact("size_mid", sizes[1])
     rec.fact("size_large", sizes[-1], "{}")
@@ -213,7 +215,7 @@ def lr_sweep(rec):
 def _(d, v):
     c = plot.colors(v)
     fig, (a1, a2) = plot.subplots(v, 1, 2)
-    cols = [c["blue"], c["green"], c["orange"], c["red"]]
+    cols = [c["blue"], c["green"], c["purple"], c["red"]]
     for col, lr in zip(cols, d["lrs"], strict=False):
         ep = np.arange(1, len(d["loss"][lr]) + 1)
         a1.plot(ep, d["loss"][lr], color=col, marker="o", ms=3, label=f"Adam, lr {lr:g}")
