@@ -312,7 +312,7 @@ def _(d, v):
     ax.set_yscale("log")
     ax.set_xticks(d["sizes"], [str(s) for s in d["sizes"]])
     ax.minorticks_off()
-    ax.set_xlim(d["sizes"][0] * 0.9, d["sizes"][-1] * 2.2)
+    ax.set_xlim(d["sizes"][0] * 0.9, d["sizes"][-1] * 3.6)
     ax.set(xlabel="image side (pixels), 4×4-pixel tokens", ylabel="query-key pairs per layer")
     ax.grid(axis="y")
     return fig
