@@ -10,6 +10,7 @@ tests can be parametrized before anything is built.
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
 import os
 import re
@@ -129,6 +130,26 @@ def built_site() -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site as GitHub Pages does: text assets gzip-compressed when the browser
+    asks for it, so that the bytes a test counts are the bytes a reader transfers."""
+
+    GZIP = (".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map", ".py", ".ipynb")
+
+    def do_GET(self) -> None:
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        if ("gzip" not in self.headers.get("Accept-Encoding", "")
+                or path.suffix not in self.GZIP or not path.is_file()):
+            return super().do_GET()
+        body = gzip.compress(path.read_bytes(), mtime=0)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 

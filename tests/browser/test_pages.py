@@ -123,7 +123,7 @@ def visit(browser, base_url: str, url: str, artifacts: Path) -> Visit:
         v.scheme_before = page.evaluate("document.body.dataset.mdColorScheme")
         for r in list(responses):
             try:
-                v.sizes[r.url] = len(r.body())
+                v.sizes[r.url] = r.request.sizes()["responseBodySize"]  # as transferred
             except Exception:  # noqa: BLE001 - redirects and aborted requests have no body
                 pass
         v.bytes = sum(v.sizes.values())
