@@ -65,7 +65,7 @@ def lint(session: nox.Session) -> None:
         *[line.strip() for line in open("requirements.txt") if line.lower().startswith("ruff==")]
     )
     session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", "vitbook/engine", "noxfile.py")
+    session.run("ruff", "format", "--check", ".")
 
 
 @nox.session(python=PYTHON)

@@ -306,7 +306,10 @@ def test_features_only_when_no_classes() -> None:
 
 
 def test_error_image_not_divisible_by_patch() -> None:
-    msg = r"225x225 is not divisible by patch size 16 \(height 225 leaves 1 pixel over\); resize to 224 or 240"
+    msg = (
+        r"225x225 is not divisible by patch size 16 \(height 225 leaves 1 pixel over\); "
+        r"resize to 224 or 240"
+    )
     with pytest.raises(ValueError, match=msg):
         ViTConfig(image_size=225)
     with pytest.raises(ValueError, match="resize to 224x224 or 240x240"):

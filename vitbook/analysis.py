@@ -45,6 +45,12 @@ def _as_grid(grid: Grid, name: str) -> tuple[int, int]:
 
 def _check_table(length: int, grid: tuple[int, int], num_prefix_tokens: int, what: str) -> None:
     gh, gw = grid
+    if length == gh * gw and num_prefix_tokens:
+        raise ValueError(
+            f"{what} has {length} rows, one per patch of the {gh}x{gw} grid and none for the"
+            f" {num_prefix_tokens} prefix token(s); prepend a class-token row, or pass"
+            f" num_prefix_tokens=0"
+        )
     if length != num_prefix_tokens + gh * gw:
         n = length - num_prefix_tokens
         side = math.isqrt(max(n, 0))

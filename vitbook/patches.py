@@ -23,11 +23,11 @@ def check_divisible(height: int, width: int, patch: int) -> tuple[int, int]:
         side = "height" if height % patch else "width"
         lo_h, lo_w = height - height % patch, width - width % patch
         hi_h, hi_w = lo_h + patch * (height % patch > 0), lo_w + patch * (width % patch > 0)
-        fix = (f"{lo_h} or {hi_h}" if height == width
-               else f"{lo_h}x{lo_w} or {hi_h}x{hi_w}")
+        fix = f"{lo_h} or {hi_h}" if height == width else f"{lo_h}x{lo_w} or {hi_h}x{hi_w}"
         raise ValueError(
             f"image {height}x{width} is not divisible by patch size {patch} "
-            f"({side} {height if side == 'height' else width} leaves {over} pixel{'s' * (over != 1)} over); "
+            f"({side} {height if side == 'height' else width} leaves {over} "
+            f"pixel{'s' * (over != 1)} over); "
             f"resize to {fix}"
         )
     return height // patch, width // patch
@@ -48,10 +48,14 @@ def patchify(images: torch.Tensor, patch: int) -> torch.Tensor:
     x = images.reshape(b, c, rows, patch, cols, patch)  # (B, C, rows, P, cols, P)
     x = x.permute(0, 2, 4, 1, 3, 5)  # (B, rows, cols, C, P, P)
     return x.reshape(b, rows * cols, c * patch * patch)  # (B, N, C*P*P)
+
+
 # --8<-- [end:patchify]
 
 
-def unpatchify(patches: torch.Tensor, patch: int, channels: int, grid: tuple[int, int]) -> torch.Tensor:
+def unpatchify(
+    patches: torch.Tensor, patch: int, channels: int, grid: tuple[int, int]
+) -> torch.Tensor:
     """Inverse of :func:`patchify`: (B, N, C*P*P) back to (B, C, H, W)."""
     b = patches.shape[0]
     rows, cols = grid

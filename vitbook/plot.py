@@ -22,12 +22,32 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 #: Page colours of Material's default (light) and slate (dark) schemes, and the inks on them.
 THEMES: dict[str, dict[str, str]] = {
-    "light": {"bg": "#ffffff", "fg": "#1f2328", "muted": "#6e7781", "grid": "#d8dee4",
-              "blue": "#1f6feb", "orange": "#d9480f", "green": "#1a7f37", "purple": "#8250df",
-              "red": "#cf222e", "yellow": "#9a6700", "highlight": "#d9480f"},
-    "dark": {"bg": "#1e2129", "fg": "#e6edf3", "muted": "#9ba6b2", "grid": "#3d444d",
-             "blue": "#58a6ff", "orange": "#ffa657", "green": "#56d364", "purple": "#d2a8ff",
-             "red": "#ff7b72", "yellow": "#e3b341", "highlight": "#ffa657"},
+    "light": {
+        "bg": "#ffffff",
+        "fg": "#1f2328",
+        "muted": "#6e7781",
+        "grid": "#d8dee4",
+        "blue": "#1f6feb",
+        "orange": "#d9480f",
+        "green": "#1a7f37",
+        "purple": "#8250df",
+        "red": "#cf222e",
+        "yellow": "#9a6700",
+        "highlight": "#d9480f",
+    },
+    "dark": {
+        "bg": "#1e2129",
+        "fg": "#e6edf3",
+        "muted": "#9ba6b2",
+        "grid": "#3d444d",
+        "blue": "#58a6ff",
+        "orange": "#ffa657",
+        "green": "#56d364",
+        "purple": "#d2a8ff",
+        "red": "#ff7b72",
+        "yellow": "#e3b341",
+        "highlight": "#ffa657",
+    },
 }
 #: The order in which series take colours.
 CYCLE = ("blue", "orange", "green", "purple", "red", "yellow")
@@ -42,18 +62,34 @@ def colors(v: Any) -> dict[str, str]:
 def rc(v: Any) -> dict[str, Any]:
     c = colors(v)
     return {
-        "figure.facecolor": c["bg"], "axes.facecolor": c["bg"], "savefig.facecolor": c["bg"],
-        "text.color": c["fg"], "axes.labelcolor": c["fg"], "axes.edgecolor": c["muted"],
-        "xtick.color": c["muted"], "ytick.color": c["muted"],
-        "xtick.labelcolor": c["fg"], "ytick.labelcolor": c["fg"],
-        "grid.color": c["grid"], "grid.linewidth": 0.6,
+        "figure.facecolor": c["bg"],
+        "axes.facecolor": c["bg"],
+        "savefig.facecolor": c["bg"],
+        "text.color": c["fg"],
+        "axes.labelcolor": c["fg"],
+        "axes.edgecolor": c["muted"],
+        "xtick.color": c["muted"],
+        "ytick.color": c["muted"],
+        "xtick.labelcolor": c["fg"],
+        "ytick.labelcolor": c["fg"],
+        "grid.color": c["grid"],
+        "grid.linewidth": 0.6,
         "axes.prop_cycle": matplotlib.cycler(color=[c[k] for k in CYCLE]),
-        "axes.spines.top": False, "axes.spines.right": False,
-        "axes.titlesize": 11, "axes.titleweight": "bold", "axes.titlelocation": "left",
-        "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
-        "legend.fontsize": 9, "legend.frameon": False, "font.size": 10,
-        "lines.linewidth": 2.0, "lines.markersize": 5,
-        "image.cmap": "viridis", "figure.dpi": 100,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.titlesize": 11,
+        "axes.titleweight": "bold",
+        "axes.titlelocation": "left",
+        "axes.labelsize": 10,
+        "xtick.labelsize": 9,
+        "ytick.labelsize": 9,
+        "legend.fontsize": 9,
+        "legend.frameon": False,
+        "font.size": 10,
+        "lines.linewidth": 2.0,
+        "lines.markersize": 5,
+        "image.cmap": "viridis",
+        "figure.dpi": 100,
     }
 
 
@@ -99,18 +135,29 @@ def heatmap(
     """A labelled heatmap with the value written in every cell (``fmt=None`` for none)."""
     data = np.asarray(data, dtype=float)
     im = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(data.shape[1]), labels=col_labels if col_labels is not None else
-                  [str(i) for i in range(data.shape[1])])
-    ax.set_yticks(range(data.shape[0]), labels=row_labels if row_labels is not None else
-                  [str(i) for i in range(data.shape[0])])
+    ax.set_xticks(
+        range(data.shape[1]),
+        labels=col_labels if col_labels is not None else [str(i) for i in range(data.shape[1])],
+    )
+    ax.set_yticks(
+        range(data.shape[0]),
+        labels=row_labels if row_labels is not None else [str(i) for i in range(data.shape[0])],
+    )
     ax.tick_params(length=0)
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     if fmt is not None:
         cm = im.get_cmap()
         for (i, j), value in np.ndenumerate(data):
-            ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=fontsize,
-                    color=text_color_for(value, cm, im.norm))
+            ax.text(
+                j,
+                i,
+                fmt.format(value),
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color=text_color_for(value, cm, im.norm),
+            )
     if colorbar:
         cb = ax.figure.colorbar(im, ax=ax, shrink=0.8)
         cb.outline.set_visible(False)
@@ -119,8 +166,9 @@ def heatmap(
 
 def show_image(ax: Axes, image: np.ndarray, *, title: str | None = None) -> Any:
     """An image without ticks or spines (HxW greyscale or HxWx3 in [0, 1])."""
-    img = ax.imshow(image, cmap="gray" if np.ndim(image) == 2 else None, vmin=0, vmax=1,
-                    interpolation="nearest")
+    img = ax.imshow(
+        image, cmap="gray" if np.ndim(image) == 2 else None, vmin=0, vmax=1, interpolation="nearest"
+    )
     ax.set_xticks([])
     ax.set_yticks([])
     for side in ax.spines.values():
@@ -158,19 +206,36 @@ def patch_grid(
     for col in range(1, cols):
         artists.append(ax.axvline(col * patch - 0.5, color="white", lw=line_width, alpha=0.9))
     n = rows * cols
-    shown = range(n) if numbers is True else (
-        [0, 1, 2, n - 1] if numbers == "corners" else [])
+    shown = range(n) if numbers is True else ([0, 1, 2, n - 1] if numbers == "corners" else [])
     fs = max(5.0, min(9.0, 120.0 / max(rows, cols)))
     for idx in shown:
         r, col = divmod(idx, cols)
-        artists.append(ax.text(col * patch + patch / 2 - 0.5, r * patch + patch / 2 - 0.5, str(idx),
-                               ha="center", va="center", fontsize=fs, color="white",
-                               bbox={"boxstyle": "round,pad=0.15", "fc": "black", "alpha": 0.55,
-                                     "lw": 0}))
+        artists.append(
+            ax.text(
+                col * patch + patch / 2 - 0.5,
+                r * patch + patch / 2 - 0.5,
+                str(idx),
+                ha="center",
+                va="center",
+                fontsize=fs,
+                color="white",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "black", "alpha": 0.55, "lw": 0},
+            )
+        )
     if highlight is not None:
         r, col = divmod(highlight, cols)
-        artists.append(ax.add_patch(Rectangle((col * patch - 0.5, r * patch - 0.5), patch, patch,
-                                              fill=False, ec=c["highlight"], lw=2.5)))
+        artists.append(
+            ax.add_patch(
+                Rectangle(
+                    (col * patch - 0.5, r * patch - 0.5),
+                    patch,
+                    patch,
+                    fill=False,
+                    ec=c["highlight"],
+                    lw=2.5,
+                )
+            )
+        )
     return artists
 
 
@@ -187,8 +252,13 @@ def attention_overlay(
     h, w = image.shape[:2]
     weights = np.asarray(weights, dtype=float)
     show_image(ax, image, title=title)
-    return ax.imshow(weights, cmap=cmap, alpha=alpha, extent=(-0.5, w - 0.5, h - 0.5, -0.5),
-                     interpolation="nearest")
+    return ax.imshow(
+        weights,
+        cmap=cmap,
+        alpha=alpha,
+        extent=(-0.5, w - 0.5, h - 0.5, -0.5),
+        interpolation="nearest",
+    )
 
 
 def token_matrix(
@@ -209,8 +279,16 @@ def token_matrix(
     if row_labels is not None:
         ax.set_yticks(range(len(row_labels)), labels=row_labels)
     if highlight_row is not None:
-        ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), tokens.shape[1], 1, fill=False,
-                               ec=colors(v)["highlight"], lw=2))
+        ax.add_patch(
+            Rectangle(
+                (-0.5, highlight_row - 0.5),
+                tokens.shape[1],
+                1,
+                fill=False,
+                ec=colors(v)["highlight"],
+                lw=2,
+            )
+        )
     return im
 
 
@@ -219,5 +297,6 @@ def label_line(ax: Axes, x: float, y: float, text: str, color: str, **kwargs: An
     kwargs.setdefault("va", "center")
     kwargs.setdefault("ha", "left")
     kwargs.setdefault("fontsize", 9)
-    return ax.annotate(text, (x, y), xytext=(4, 0), textcoords="offset points", color=color,
-                       **kwargs)
+    return ax.annotate(
+        text, (x, y), xytext=(4, 0), textcoords="offset points", color=color, **kwargs
+    )

@@ -142,7 +142,7 @@ def lr_sweep(
     lrs: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1), n_train: int = 400, epochs: int = 8
 ) -> dict:
     """Full fine-tuning of the pre-trained ViT with plain Adam at several constant rates (no
-    warm-up, no clipping), then the highest rate again with warm-up and clipping."""
+    warm-up, no clipping), then the second-highest rate again with warm-up and clipping."""
     pre = pretrained_shapes_vit()["model"]
     train, test = _finetune_data(n_train)
     k = len(FINETUNE_CLASSES)

@@ -139,8 +139,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         path = Path(self.translate_path(self.path))
         if path.is_dir():
             path = path / "index.html"
-        if ("gzip" not in self.headers.get("Accept-Encoding", "")
-                or path.suffix not in self.GZIP or not path.is_file()):
+        if (
+            "gzip" not in self.headers.get("Accept-Encoding", "")
+            or path.suffix not in self.GZIP
+            or not path.is_file()
+        ):
             return super().do_GET()
         body = gzip.compress(path.read_bytes(), mtime=0)
         self.send_response(200)

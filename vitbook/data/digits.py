@@ -16,7 +16,8 @@ def digits_split(test_size: float = 0.2, random_state: int = 42):
 
     d = load_digits()
     x = (d.images / 16.0).astype(np.float32)[:, None]  # (1797, 1, 8, 8), pixel values 0..16
-    xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=test_size,
-                                          random_state=random_state, stratify=None)
+    xtr, xte, ytr, yte = train_test_split(
+        x, d.target, test_size=test_size, random_state=random_state, stratify=None
+    )
     t = torch.from_numpy
     return t(xtr), t(ytr).long(), t(xte), t(yte).long()

@@ -35,7 +35,13 @@ class Recorder:
         self.facts: dict[str, dict[str, Any]] = {}
 
     def fact(
-        self, name: str, value: Any, fmt: str | None = None, *, text: str | None = None
+        self,
+        name: str,
+        value: Any,
+        fmt: str | None = None,
+        *,
+        text: str | None = None,
+        measured: bool = False,
     ) -> Any:
         """Record a number the prose may quote as ``{{ chNN.name }}``.
 
@@ -45,6 +51,8 @@ class Recorder:
             fmt: a ``str.format`` pattern for the page, such as ``"{:,}"`` or ``"{:.2f}"``.
                 Integers default to thousands separators, floats to four significant digits.
             text: the exact text to show instead of formatting ``value``.
+            measured: True for a wall-clock measurement (seconds, milliseconds), which
+                differs from run to run; reproducibility checks leave it out.
         Returns:
             ``value``, so a fact can be recorded where it is computed.
         """
@@ -63,6 +71,8 @@ class Recorder:
             else:
                 text = f"{value:.4g}"
         self.facts[name] = {"value": value, "text": text}
+        if measured:
+            self.facts[name]["measured"] = True
         return value
 
 

@@ -33,18 +33,29 @@ def _(data, v):
     fig, axes = plot.subplots(v, 1, len(SIZES))
     for ax, p in zip(axes, SIZES, strict=True):
         rows, cols = data["grids"][p]
-        plot.patch_grid(ax, data["image"], p, v, numbers=True if p == 32 else "corners",
-                        line_width=0.5 if p == 8 else 0.8)
+        plot.patch_grid(
+            ax,
+            data["image"],
+            p,
+            v,
+            numbers=True if p == 32 else "corners",
+            line_width=0.5 if p == 8 else 0.8,
+        )
         ax.set_title(f"P = {p}: {rows}×{cols} = {rows * cols} patches", fontsize=10)
         if p == 32:
             continue
         # the raster path through the first two rows: left to right, then back to the start
-        centres = [(col * p + p / 2 - 0.5, r * p + p / 2 - 0.5)
-                   for r in range(2) for col in range(cols)]
+        centres = [
+            (col * p + p / 2 - 0.5, r * p + p / 2 - 0.5) for r in range(2) for col in range(cols)
+        ]
         xs, ys = zip(*centres, strict=True)
         ax.plot(xs, ys, color=c["highlight"], lw=1.3, alpha=0.95)
-        ax.annotate("", xy=centres[cols], xytext=centres[cols - 1],
-                    arrowprops={"arrowstyle": "->", "color": c["highlight"], "lw": 1.3})
+        ax.annotate(
+            "",
+            xy=centres[cols],
+            xytext=centres[cols - 1],
+            arrowprops={"arrowstyle": "->", "color": c["highlight"], "lw": 1.3},
+        )
     return fig
 
 
@@ -62,15 +73,22 @@ def patch_sequence(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v, layout=None)
-    grid = fig.add_gridspec(2, 1, height_ratios=[0.55, 1.0], left=0.08, right=0.98, top=0.95,
-                            bottom=0.15, hspace=0.35)
+    grid = fig.add_gridspec(
+        2, 1, height_ratios=[0.55, 1.0], left=0.08, right=0.98, top=0.95, bottom=0.15, hspace=0.35
+    )
     strip = grid[0].subgridspec(2, 25, wspace=0.1, hspace=0.5)
     n = len(data["patches"])
     for i in range(n):
         ax = fig.add_subplot(strip[i // 25, i % 25])
         plot.show_image(ax, data["patches"][i])
-        ax.set_title(str(i), fontsize=6, pad=1, fontweight="normal",
-                     color=c["highlight"] if i == 24 else c["fg"], loc="center")
+        ax.set_title(
+            str(i),
+            fontsize=6,
+            pad=1,
+            fontweight="normal",
+            color=c["highlight"] if i == 24 else c["fg"],
+            loc="center",
+        )
         if i == 24:
             for s in ax.spines.values():
                 s.set_visible(True)
@@ -83,8 +101,15 @@ def _(data, v):
     ax.set_ylim(0, 1)
     for k, name in enumerate(("red", "green", "blue")):
         ax.axvspan(k * 1024, (k + 1) * 1024, color=c[("red", "green", "blue")[k]], alpha=0.08, lw=0)
-        ax.text(k * 1024 + 512, 1.02, f"{name} channel", ha="center", va="bottom", fontsize=8,
-                color=c["muted"])
+        ax.text(
+            k * 1024 + 512,
+            1.02,
+            f"{name} channel",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=c["muted"],
+        )
     ax.set_xlabel("position in the flattened patch (channel, row, column)")
     ax.set_ylabel("pixel value")
     return fig
@@ -129,11 +154,20 @@ def _(table, v):
     ax.plot(ps, tokens, "o-", color=c["blue"])
     plot.label_line(ax, ps[-1], entries[-1], "attention entries\nper head, (N+1)²", c["orange"])
     plot.label_line(ax, ps[-1], tokens[-1], "tokens N", c["blue"])
-    for p, name, dx, ha in ((14, "ViT-H/14", -8, "right"), (16, "ViT-B/16", 8, "left"),
-                            (32, "ViT-B/32", 8, "left")):
-        ax.annotate(f"{name}: {table[p]['tokens']:,} tokens,\n{table[p]['entries']:,} entries",
-                    (p, table[p]["entries"]), xytext=(dx, 10), textcoords="offset points",
-                    ha=ha, fontsize=8, color=c["fg"])
+    for p, name, dx, ha in (
+        (14, "ViT-H/14", -8, "right"),
+        (16, "ViT-B/16", 8, "left"),
+        (32, "ViT-B/32", 8, "left"),
+    ):
+        ax.annotate(
+            f"{name}: {table[p]['tokens']:,} tokens,\n{table[p]['entries']:,} entries",
+            (p, table[p]["entries"]),
+            xytext=(dx, 10),
+            textcoords="offset points",
+            ha=ha,
+            fontsize=8,
+            color=c["fg"],
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(ps, labels=[str(p) for p in ps])
@@ -183,15 +217,36 @@ def _(data, v):
     ax.set_ylim(IMAGE - 0.5, -0.5)
     ax.set_title(f"P = {p}: the red band is never seen", fontsize=10)
     ax2.axis("off")
-    ax2.text(0.0, 0.95, "Conv2d(kernel = stride = 30)", fontweight="bold", va="top",
-             transform=ax2.transAxes)
-    ax2.text(0.0, 0.80, f"keeps a {kept // p}×{kept // p} grid ({kept}×{kept} px),\n"
-             f"drops {IMAGE - kept} px on the right and bottom,\nwithout any warning.",
-             va="top", transform=ax2.transAxes, color=c["fg"])
-    ax2.text(0.0, 0.40, "vitbook refuses instead:", fontweight="bold", va="top",
-             transform=ax2.transAxes)
-    ax2.text(0.0, 0.27, textwrap.fill(data["message"], 38), va="top", transform=ax2.transAxes, family="monospace", fontsize=8.5,
-             color=c["red"])
+    ax2.text(
+        0.0,
+        0.95,
+        "Conv2d(kernel = stride = 30)",
+        fontweight="bold",
+        va="top",
+        transform=ax2.transAxes,
+    )
+    ax2.text(
+        0.0,
+        0.80,
+        f"keeps a {kept // p}×{kept // p} grid ({kept}×{kept} px),\n"
+        f"drops {IMAGE - kept} px on the right and bottom,\nwithout any warning.",
+        va="top",
+        transform=ax2.transAxes,
+        color=c["fg"],
+    )
+    ax2.text(
+        0.0, 0.40, "vitbook refuses instead:", fontweight="bold", va="top", transform=ax2.transAxes
+    )
+    ax2.text(
+        0.0,
+        0.27,
+        textwrap.fill(data["message"], 38),
+        va="top",
+        transform=ax2.transAxes,
+        family="monospace",
+        fontsize=8.5,
+        color=c["red"],
+    )
     return fig
 
 

@@ -33,7 +33,7 @@ def digits_curves(rec):
     rec.fact("digits_first_95", next(i + 1 for i, a in enumerate(h.test_acc) if a > 0.95))
     rec.fact("digits_loss_start", h.train_loss[0], "{:.2f}")
     rec.fact("ln10", math.log(10), "{:.2f}")
-    rec.fact("digits_seconds", h.seconds, "{:.0f}")
+    rec.fact("digits_seconds", h.seconds, "{:.0f}", measured=True)
     return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc}
 
 
@@ -104,7 +104,7 @@ def pretrain_curves(rec):
     rec.fact("pre_epochs", h.epochs)
     rec.fact("pre_acc", h.final_test_acc, "{:.1%}")
     rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}")
-    rec.fact("pre_seconds", h.seconds, "{:.0f}")
+    rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
@@ -141,7 +141,7 @@ def transfer(rec):
         for n, a in zip(sizes, acc[k], strict=True):
             rec.fact(f"{k}_{n}", a, "{:.1%}")
     secs = sum(h.seconds for n in sizes for h in r["runs"][n].values())
-    rec.fact("transfer_seconds", secs, "{:.0f}")
+    rec.fact("transfer_seconds", secs, "{:.0f}", measured=True)
     rec.fact("cnn_params", r["cnn_params"], "{:,}")
     rec.fact("vit_params", r["vit_params"], "{:,}")
     rec.fact("cnn_width", r["cnn_width"])
@@ -200,7 +200,8 @@ def lr_sweep(rec):
     rec.fact("safe_acc", r["safe"].final_test_acc, "{:.1%}")
     rec.fact("safe_loss", r["safe"].train_loss[-1], "{:.2f}")
     rec.fact("sweep_epochs", r["epochs"])
-    rec.fact("sweep_seconds", sum(h.seconds for h in plain.values()) + r["safe"].seconds, "{:.0f}")
+    sweep_seconds = sum(h.seconds for h in plain.values()) + r["safe"].seconds
+    rec.fact("sweep_seconds", sweep_seconds, "{:.0f}", measured=True)
     return {
         "lrs": lrs,
         "loss": {lr: plain[lr].train_loss for lr in lrs},
@@ -255,8 +256,8 @@ def interpolated_pos(rec):
         rec.fact(f"hires_{name}_before", r[name]["before"], "{:.1%}")
         rec.fact(f"hires_{name}_after", r[name]["history"].final_test_acc, "{:.1%}")
     rec.fact("hires_epochs", r["interpolated"]["history"].epochs)
-    rec.fact("hires_seconds", sum(r[n]["history"].seconds for n in ("interpolated", "fresh")),
-             "{:.0f}")  # fmt: skip
+    hires_seconds = sum(r[n]["history"].seconds for n in ("interpolated", "fresh"))
+    rec.fact("hires_seconds", hires_seconds, "{:.0f}", measured=True)
     rec.fact("pre_acc_32", runs.pretrained_shapes_vit()["history"].final_test_acc, "{:.1%}")
     return {
         "old": old[:, dims].T.reshape(4, gh, gw), "new": new[:, dims].T.reshape(4, nh, nw),
