@@ -76,5 +76,6 @@ def test_traps():
     f = _facts(traps)
     assert f["wrong_cls_diff"] > 1e-2  # reading a patch as if it were the CLS token
     assert "197" in f["torch_table_error"] and "196" in f["torch_table_error"]
-    assert "196 tokens" in f["vitbook_table_error"] and "needs 197" in f["vitbook_table_error"]
+    assert "196 rows" in f["vitbook_table_error"]
+    assert "prepend a class-token row" in f["vitbook_table_error"]
     assert f["load_table_error"] == "pos_embed: file (1, 196, 192) vs model (1, 197, 192)"
