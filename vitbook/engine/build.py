@@ -15,6 +15,7 @@ import io
 import json
 import os
 import random
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -28,7 +29,7 @@ from .deps import source_key
 from .registry import Item, Recorder, discover
 
 #: Bump when a change to the engine changes the bytes it writes (dpi, metadata, formats).
-RENDER_VERSION = 2
+RENDER_VERSION = 3
 DPI = 150
 THEMES = ("light", "dark")
 SVG_SALT = "vitbook"
@@ -112,7 +113,8 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
             for fmt, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
                 buf = io.BytesIO()
                 fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
-                out[next(names)] = shrink_png(buf.getvalue()) if fmt == "png" else buf.getvalue()
+                blob = buf.getvalue()
+                out[next(names)] = shrink_png(blob) if fmt == "png" else stable_svg(blob)
             plt.close(fig)
     return out
 
@@ -127,6 +129,31 @@ def shrink_png(blob: bytes) -> bytes:
     out = io.BytesIO()
     small.save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+_NUMBER = re.compile(rb"(?<![\w#.])-?\d+\.\d{3,}")
+_HASHED_ID = re.compile(rb'id="([a-z][0-9a-f]{10})"')
+
+
+def stable_svg(blob: bytes) -> bytes:
+    """Make an SVG independent of last-digit noise in the layout.
+
+    Layout coordinates can differ in their sixth decimal between two runs (numpy's SIMD sums
+    depend on memory alignment), and matplotlib names clip paths by a hash of them. Rounding
+    to 0.01 pt (invisible) and numbering the hashed ids in order of appearance gives the
+    same bytes for the same drawing.
+    """
+
+    def rounded(m: re.Match[bytes]) -> bytes:
+        text = f"{float(m.group()):.2f}"
+        return b"0.00" if text == "-0.00" else text.encode()
+
+    blob = _NUMBER.sub(rounded, blob)
+    for n, old in enumerate(dict.fromkeys(_HASHED_ID.findall(blob))):
+        blob = blob.replace(b"#" + old + b")", b"#vb" + str(n).encode() + b")")
+        blob = blob.replace(b'"' + old + b'"', b'"vb' + str(n).encode() + b'"')
+        blob = blob.replace(b'"#' + old + b'"', b'"#vb' + str(n).encode() + b'"')
+    return blob
 
 
 def _seed(seed: int = 0) -> None:

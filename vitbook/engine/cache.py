@@ -52,16 +52,17 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def remove_orphans(folder: Path) -> list[Path]:
-    """Delete temporary files under ``folder`` whose writer is no longer running."""
+    """Delete temporary files under ``folder`` whose writer is no longer running (or whose
+    name carries no writer's pid at all: nothing can still be writing those)."""
     removed = []
     for tmp in folder.rglob(".*.tmp"):
         try:
             pid = int(tmp.name.rsplit(".", 3)[-3])
             os.kill(pid, 0)  # raises if no such process
-        except ProcessLookupError:
+        except (ProcessLookupError, ValueError, IndexError):
             tmp.unlink(missing_ok=True)
             removed.append(tmp)
-        except (ValueError, IndexError, PermissionError):
+        except PermissionError:  # a live process of another user
             continue
     return removed
 
