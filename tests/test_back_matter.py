@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vitbook.engine.book import notebook_sources
+from vitbook.site.macros import notebook_sources
 from vitbook.engine.registry import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,7 +198,7 @@ def test_notebook_download_button_is_wired():
 def test_post_build_writes_a_valid_ipynb_for_each_notebook(tmp_path):
     import nbformat
 
-    from vitbook.engine.book import on_post_build
+    from vitbook.site.macros import on_post_build
 
     conf = {"nav": mkdocs_config()["nav"], "site_dir": str(tmp_path), "docs_dir": str(DOCS)}
     on_post_build(type("Env", (), {"conf": conf})())

@@ -208,7 +208,7 @@ def mini_book(tmp_path: Path, page: str) -> subprocess.CompletedProcess:
     (tmp_path / "figures").mkdir()
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: mini\nsite_url: https://example.org/mini/\nplugins:\n  - macros:\n"
-        "      modules: [vitbook.engine.book]\n      on_undefined: strict\n"
+        "      modules: [vitbook.site.macros]\n      on_undefined: strict\n"
         "      on_error_fail: true\n      include_yaml: []\n"
     )
     (tmp_path / "figures" / "facts.json").write_text(

@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 import yaml
 
-from vitbook.engine import book
-from vitbook.engine.book import BookError
+from vitbook.site import macros as book
+from vitbook.site.macros import BookError
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -274,7 +274,7 @@ def tiny_project(tmp_path: Path, key: str) -> Path:
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: tiny\nsite_url: https://example.org/\nstrict: true\n"
         "nav:\n  - Home: index.md\n"
-        "plugins:\n  - macros:\n      modules: [vitbook.engine.book]\n"
+        "plugins:\n  - macros:\n      modules: [vitbook.site.macros]\n"
         "      on_undefined: strict\n      on_error_fail: true\n"
     )
     return tmp_path

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from vitbook.engine import book
+from vitbook.site import macros as book
 
 MATHJAX = Path("node_modules/mathjax/es5")
 

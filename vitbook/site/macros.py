@@ -1,7 +1,7 @@
 """The book's page machinery, used by MkDocs: facts, numbered figures and equations, citations.
 
 ``mkdocs-macros`` loads :func:`define_env`; the MkDocs hooks that copy figures and MathJax
-into the site are in :mod:`vitbook.engine.site_hooks`. Nothing here knows about ViTs.
+into the site are in :mod:`vitbook.site.hooks`. Nothing here knows about ViTs.
 
 In a page (``docs/NN-slug.md``):
 
@@ -29,7 +29,6 @@ import markdown
 
 CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
 LABEL_RE = re.compile(r"""\b(figure|equation)\(\s*["']([a-z0-9/-]+)["']""")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class BookError(Exception):
