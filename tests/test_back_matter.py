@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vitbook.site.macros import notebook_sources
 from vitbook.engine.registry import Recorder
+from vitbook.site.macros import notebook_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
