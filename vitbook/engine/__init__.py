@@ -5,6 +5,7 @@ It runs functions and stores what they return; it knows nothing about Vision Tra
 
 from .build import Variant
 from .cache import cached
+from .explorer import ExplorerData
 from .registry import Recorder, facts, figure
 
-__all__ = ["Recorder", "Variant", "cached", "facts", "figure"]
+__all__ = ["ExplorerData", "Recorder", "Variant", "cached", "facts", "figure"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import cache
+from . import cache, explorer
 from .deps import source_key
 from .registry import Item, Recorder, discover
 
@@ -78,9 +78,12 @@ def file_names(item: Item) -> list[str]:
     if not item.is_figure:
         return []
     stem = f"ch{item.chapter:02d}/{item.id}"
-    return [
+    names = [
         f"{stem}{'' if t == 'light' else '.dark'}.{ext}" for t in THEMES for ext in ("png", "svg")
     ]
+    if item.export_fn is not None:
+        names.append(f"{stem}.explorer.bin")
+    return names
 
 
 def sha256(path: Path) -> str | None:
@@ -116,6 +119,8 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
                 blob = buf.getvalue()
                 out[next(names)] = shrink_png(blob) if fmt == "png" else stable_svg(blob)
             plt.close(fig)
+    if item.export_fn is not None:
+        out[next(names)] = explorer.encode(item.export_fn(data))
     return out
 
 

@@ -42,6 +42,7 @@ class Recorder:
         *,
         text: str | None = None,
         measured: bool = False,
+        tol: float | None = None,
     ) -> Any:
         """Record a number the prose may quote as ``{{ chNN.name }}``.
 
@@ -53,6 +54,10 @@ class Recorder:
             text: the exact text to show instead of formatting ``value``.
             measured: True for a wall-clock measurement (seconds, milliseconds), which
                 differs from run to run; reproducibility checks leave it out.
+            tol: for a result of training, which can move on another CPU (other SIMD paths
+                in torch and BLAS): the largest absolute change the book accepts, set from the
+                spread over seeds. Across machines such a fact is checked within ``tol``;
+                every other fact must reproduce its printed text exactly.
         Returns:
             ``value``, so a fact can be recorded where it is computed.
         """
@@ -73,6 +78,10 @@ class Recorder:
         self.facts[name] = {"value": value, "text": text}
         if measured:
             self.facts[name]["measured"] = True
+        if tol is not None:
+            if not isinstance(value, int | float) or isinstance(value, bool) or tol < 0:
+                raise ValueError(f"fact {name!r}: tol needs a number and a tolerance >= 0")
+            self.facts[name]["tol"] = float(tol)
         return value
 
 
@@ -95,7 +104,9 @@ class Item:
     module: str
     size: tuple[float, float] | None = None
     deterministic: bool = True
+    trained: bool = False
     draw_fn: Callable[..., Any] | None = field(default=None, repr=False)
+    export_fn: Callable[[Any], Any] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
@@ -113,6 +124,15 @@ class Item:
         self.draw_fn = fn
         return fn
 
+    def export(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Decorator: attach ``fn(data) -> ExplorerData``, the data of the in-browser explorer
+        that shows this figure interactively (written to ``figures/chNN/<id>.explorer.bin``
+        with the figure's files, under the same key). Only figures can export."""
+        if self.export_fn is not None:
+            raise ValueError(f"{self.key} already exports explorer data")
+        self.export_fn = fn
+        return fn
+
     def __call__(self, rec: Recorder | None = None) -> Any:
         """Run the computation directly (handy in notebooks and tests)."""
         return self.compute(rec or Recorder(self.chapter))
@@ -128,6 +148,7 @@ def _register(
     id: str,
     size: tuple[float, float] | None,
     deterministic: bool,
+    trained: bool = False,
 ) -> Item:
     module = fn.__module__
     m = MODULE_RE.match(module.rsplit(".", 1)[-1])
@@ -137,7 +158,7 @@ def _register(
         raise ValueError(f"{module} registers chapter {chapter}; its name says {int(m.group(1))}")
     if not ID_RE.match(id):
         raise ValueError(f"figure id {id!r} must be lower-case words joined by '-'")
-    item = Item(chapter, id, fn, module, size, deterministic)
+    item = Item(chapter, id, fn, module, size, deterministic, trained)
     if item.key in REGISTRY and REGISTRY[item.key].module != module:
         raise ValueError(f"{item.key} is registered twice")
     REGISTRY[item.key] = item
@@ -145,7 +166,12 @@ def _register(
 
 
 def figure(
-    *, chapter: int, id: str, size: tuple[float, float], deterministic: bool = True
+    *,
+    chapter: int,
+    id: str,
+    size: tuple[float, float],
+    deterministic: bool = True,
+    trained: bool = False,
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
     """Register a figure's compute function; attach its drawing with ``@item.draw``.
 
@@ -155,21 +181,28 @@ def figure(
         size: width and height in inches (the house style assumes a 7-inch column).
         deterministic: False for figures whose numbers are measured timings, which
             cannot be byte-identical between two fresh computations.
+        trained: True when the numbers come from training runs: reproducible on one machine,
+            but another CPU may move them a little. Across machines their facts are checked
+            within each fact's ``tol`` and the files are not compared byte for byte.
     """
 
     def wrap(fn: Callable[[Recorder], Any]) -> Item:
-        return _register(fn, chapter=chapter, id=id, size=size, deterministic=deterministic)
+        return _register(
+            fn, chapter=chapter, id=id, size=size, deterministic=deterministic, trained=trained
+        )
 
     return wrap
 
 
 def facts(
-    *, chapter: int, id: str, deterministic: bool = True
+    *, chapter: int, id: str, deterministic: bool = True, trained: bool = False
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
-    """Register a computation that only records facts (no drawing)."""
+    """Register a computation that only records facts (no drawing); arguments as :func:`figure`."""
 
     def wrap(fn: Callable[[Recorder], Any]) -> Item:
-        return _register(fn, chapter=chapter, id=id, size=None, deterministic=deterministic)
+        return _register(
+            fn, chapter=chapter, id=id, size=None, deterministic=deterministic, trained=trained
+        )
 
     return wrap
 
@@ -196,5 +229,7 @@ def discover(chapters: Iterable[int] | None = None) -> dict[str, Item]:
     for item in REGISTRY.values():
         if item.size is not None and item.draw_fn is None:
             raise ValueError(f"{item.key} has no draw function; add @{item.compute.__name__}.draw")
+        if item.export_fn is not None and item.draw_fn is None:
+            raise ValueError(f"{item.key} exports explorer data but is not a figure")
     items = {k: i for k, i in REGISTRY.items() if wanted is None or i.chapter in wanted}
     return dict(sorted(items.items(), key=lambda kv: kv[1].chapter))

@@ -28,7 +28,7 @@ from typing import Any
 import markdown
 
 CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
-LABEL_RE = re.compile(r"""\b(figure|equation)\(\s*["']([a-z0-9/-]+)["']""")
+LABEL_RE = re.compile(r"""\b(figure|equation|explorer)\(\s*["']([a-z0-9/-]+)["']""")
 
 
 class BookError(Exception):
@@ -109,6 +109,7 @@ def numbering(docs_dir: str) -> dict[str, tuple[str, str, str]]:
             continue
         counters = {"figure": 0, "equation": 0}
         for kind, label in LABEL_RE.findall(path.read_text(encoding="utf-8")):
+            kind = "figure" if kind == "explorer" else kind  # an explorer is a numbered figure
             key = label if "/" in label else f"ch{n:02d}/{label}"
             if key in labels:
                 raise BookError(f"{path.name}: {kind} {label!r} is placed twice")
@@ -205,6 +206,30 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
             f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
             f"</figure>"
+        )
+
+    @env.macro
+    def explorer(label: str, caption: str, alt: str | None = None) -> str:
+        """An interactive figure: the static figure (what print, search and readers without
+        JavaScript get) inside ``<div class="vb-explorer">``, which
+        ``docs/javascripts/explorers/index.js`` turns into the explorer
+        ``docs/javascripts/explorers/chNN-<id>.js`` fed with ``figures/chNN/<id>.explorer.bin``.
+        It is numbered as a figure; the figure item must export explorer data."""
+        key, _ = resolve(label)
+        data = Path(env.project_dir) / "figures" / f"{key}.explorer.bin"
+        if not data.exists():
+            raise BookError(
+                f"{env.page.file.src_path}: {data} does not exist: give the figure item an "
+                f"@<item>.export function and run `python -m vitbook figures`"
+            )
+        module = Path(docs_dir) / "javascripts" / "explorers" / f"{key.replace('/', '-')}.js"
+        if not module.exists():
+            raise BookError(f"{env.page.file.src_path}: explorer {key!r} has no {module}")
+        return (
+            f'<div class="vb-explorer" data-explorer="{key}" '
+            f'data-src="{rel("")}figures/{key}.explorer.bin">\n'
+            + figure(label, caption, alt)
+            + "\n</div>"
         )
 
     @env.filter
