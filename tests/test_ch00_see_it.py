@@ -106,3 +106,24 @@ def test_recorded_facts():
     assert abs(v["prob_0"] + v["prob_1"] - 1) < 1e-6
     assert v["mlp_change_max"] < 0.1 < v["attn_change_chosen"]  # an untrained MLP is near silent
     assert v["cls_low_l1h1"] < v["uniform"] < v["cls_max_l1h1"]
+
+
+def test_mlp_is_silent_only_at_small_width():
+    """Ch 0 says the untrained MLP is nearly silent at D = 8 and not at ViT-B/16's width."""
+    rec = Recorder(0)
+    ch00.mlp_silence(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["mlp_gain_face"] < 0.01
+    assert 0.2 < f["mlp_gain_b16"] < 0.6
+    # the rough law 0.02^2 sqrt(D M) / 2 holds while hidden units are small (D = 8)
+    assert abs(f["mlp_gain_face"] - 0.02**2 * (8 * 32) ** 0.5 / 2) < 0.002
+
+
+def test_head_1_peaks_where_layernormed_feature_1_peaks():
+    rec = Recorder(0)
+    ch00.attention(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["cls_argmax_l1h1"] == f["ln_feature_1_max_patch"]
+    rec2 = Recorder(0)
+    ch00.feature_maps(rec2)
+    assert rec2.facts["feature_1_max_patch"]["value"] != f["cls_argmax_l1h1"]

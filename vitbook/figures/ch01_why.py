@@ -338,4 +338,24 @@ def paper_data(rec):
     rec.fact("in1k_images", "1.3 million", text="1.3 million")
     rec.fact("in21k_images", "14 million", text="14 million")
     rec.fact("jft_images", "300 million", text="300 million")
+    # Both trained 300 epochs on ImageNet-1k: ViT's Table 3 / appendix B.1; DeiT section 6.
+    rec.fact("in1k_epochs", 300)
+    rec.fact("deit_res", 224)
+    rec.fact("deit_b_384", 83.1, "{:.1f}%")  # DeiT-B fine-tuned at 384 (Touvron et al., Table 7)
+    # ViT paper, Table 2: ImageNet top-1 and TPUv3-core-days of pre-training.
+    table2 = {
+        "h14_jft": (88.55, 2.5),
+        "l16_jft": (87.76, 0.68),
+        "l16_in21k": (85.30, 0.23),
+        "bit_l": (87.54, 9.9),
+        "noisy_student": (88.5, 12.3),
+    }
+    for name, (acc, days) in table2.items():
+        rec.fact(f"t2_{name}", acc, "{:.2f}%" if name != "noisy_student" else "{:.1f}%")
+        rec.fact(f"t2_{name}_days", days, "{:g}k")
+    rec.fact("t2_bit_over_h14_days", 9.9 / 2.5, "{:.1f}")  # computed from the table
+    # ViT paper, section 4.4 / Fig. 5: compute to reach the same transfer accuracy.
+    rec.fact("fig5_saving", "2-4", text="2–4")
+    rec.fact("jft_subset_small", "9 million", text="9 million")
+    rec.fact("jft_subset_large", "90 million", text="90 million")
     return table5
