@@ -127,3 +127,16 @@ def test_head_1_peaks_where_layernormed_feature_1_peaks():
     rec2 = Recorder(0)
     ch00.feature_maps(rec2)
     assert rec2.facts["feature_1_max_patch"]["value"] != f["cls_argmax_l1h1"]
+
+
+def test_overview_arrows_carry_the_models_shapes():
+    rec = Recorder(0)
+    d = ch00.overview(rec)
+    shapes = [s for _, s, _, _ in d["stages"]]
+    b16 = [s for _, _, s, _ in d["stages"]]
+    assert shapes[0] == (1, 3, 224, 224) and shapes[1] == (1, 49, 8) and shapes[2] == (1, 50, 8)
+    assert shapes[-2] == (1, 8) and shapes[-1] == (1, 2)
+    assert b16[1] == (1, 196, 768) and b16[2] == (1, 197, 768) and b16[-1] == (1, 1000)
+    # the model itself agrees, stage by stage
+    model, out, _ = ch00.run_face_model()
+    assert tuple(out["patches"].shape) == shapes[1] and tuple(out["logits"].shape) == shapes[-1]

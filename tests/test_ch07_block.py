@@ -145,3 +145,12 @@ def test_gelu_tanh_gap_is_computed() -> None:
     assert gap == pytest.approx(4.73e-4, abs=1e-6) and at == pytest.approx(2.70, abs=0.01)
     x = torch.tensor([at], dtype=torch.float64)
     assert (F.gelu(x, approximate="tanh") - F.gelu(x)).abs().item() == pytest.approx(gap)
+
+
+def test_paper_dropout_sites_and_rates():
+    from vitbook.figures.ch07_block import paper_dropout
+
+    rec = Recorder(7)
+    d = paper_dropout(rec)
+    assert d["sites"] == ["attn.proj_drop", "mlp.drop1", "mlp.drop2"]
+    assert d["table3"] == {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}

@@ -473,6 +473,7 @@ def test_scaling_queries_first_is_exact_for_power_of_four_widths() -> None:
         assert torch.equal(a, b) == exact or (not exact and (a - b).abs().max() < 1e-5)
 
 
+# --8<-- [start:mha]
 def test_equals_torch_multihead_attention() -> None:
     """nn.MultiheadAttention with the same weights: batch_first=True, and with
     need_weights=True it returns the weights averaged over heads unless
@@ -501,3 +502,4 @@ def test_equals_torch_multihead_attention() -> None:
     with torch.no_grad():
         wrong, _ = seq_first(x, x, x)
     assert wrong.shape == out.shape and (wrong - out).abs().max() > 1e-2
+    # --8<-- [end:mha]

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from matplotlib import patheffects
 from matplotlib.colors import SymLogNorm
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from vitbook import plot
-from vitbook.calc import param_breakdown
+from vitbook.calc import param_breakdown, shape_trace
 from vitbook.data.face import face, face_tensor
 from vitbook.engine import facts, figure
 from vitbook.handset import HANDSET, SEEDED, handset
@@ -482,3 +482,74 @@ def mlp_silence(rec):
     rec.fact("mlp_gain_b16", big, "{:.2f}")
     rec.fact("mlp_gain_ratio", big / small, "{:.0f}")
     return {"face": small, "b16": big}
+
+
+# --- the whole model on one page ----------------------------------------------------------------
+
+OVERVIEW_STAGES = [  # (box label, shape_trace stage whose shape leaves the box, colour key)
+    ("image", "image", "muted"),
+    ("patch embedding\nConv2d, kernel = stride = P", "patches", "blue"),
+    ("prepend the class token", "with_cls", "purple"),
+    ("add the position table", "with_pos", "purple"),
+    (
+        "L encoder blocks (L = 2 here, 12 in ViT-B/16)\nLN → MSA → +,  LN → MLP → +",
+        "blocks.i",
+        "orange",
+    ),
+    ("final LayerNorm", "encoded", "green"),
+    ("take row 0 (the class token)", "pooled", "green"),
+    ("linear head", "logits", "green"),
+]
+
+
+@figure(chapter=0, id="overview", size=(7.2, 5.4))
+def overview(rec):
+    """The forward pass as boxes and arrows, each arrow labelled with the shape it carries,
+    read from ``calc.shape_trace`` for the face model and for ViT-B/16."""
+    face_shapes = dict(shape_trace(preset("face")))
+    b16_shapes = dict(shape_trace(preset("vit-b/16")))
+    stages = [
+        (label, face_shapes[key], b16_shapes[key], color) for label, key, color in OVERVIEW_STAGES
+    ]
+    rec.fact("overview_stages", len(stages))
+    return {"stages": stages}
+
+
+@overview.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, ax = plot.subplots(v)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    stages = d["stages"]
+    n = len(stages)
+    ys = np.linspace(0.95, 0.05, n)
+    x0, width, height = 0.27, 0.44, 0.075
+    for i, (label, shape, b16, color) in enumerate(stages):
+        y = ys[i]
+        box = FancyBboxPatch(
+            (x0 - width / 2, y - height / 2), width, height,
+            boxstyle="round,pad=0.004,rounding_size=0.015", fc=c["bg"], ec=c[color], lw=1.6,
+        )  # fmt: skip
+        ax.add_patch(box)
+        ax.text(x0, y, label, ha="center", va="center", fontsize=8.5, color=c["fg"])
+        if i == n - 1:
+            continue
+        y_next = ys[i + 1]
+        ax.annotate(
+            "", xy=(x0, y_next + height / 2), xytext=(x0, y - height / 2),
+            arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 1.3},
+        )  # fmt: skip
+        mid = (y - height / 2 + y_next + height / 2) / 2
+        ax.text(x0 + 0.03, mid, f"{shape}", ha="left", va="center", fontsize=8.5,
+                color=c["fg"], family="monospace")  # fmt: skip
+        ax.text(x0 + 0.30, mid, f"ViT-B/16: {b16}", ha="left", va="center", fontsize=8,
+                color=c["muted"], family="monospace")  # fmt: skip
+    # the shape that leaves the last box
+    label, shape, b16, _ = stages[-1]
+    ax.text(x0 + width / 2 + 0.02, ys[-1], f"logits {shape}", ha="left", va="center",
+            fontsize=8.5, color=c["fg"], family="monospace")  # fmt: skip
+    ax.text(x0 + width / 2 + 0.02, ys[-1] - 0.04, f"ViT-B/16: {b16}", ha="left", va="center",
+            fontsize=8, color=c["muted"], family="monospace")  # fmt: skip
+    return fig

@@ -358,4 +358,10 @@ def paper_data(rec):
     rec.fact("fig5_saving", "2-4", text="2–4")
     rec.fact("jft_subset_small", "9 million", text="9 million")
     rec.fact("jft_subset_large", "90 million", text="90 million")
+    # ViT paper, section 4.6 and appendix B.1.2: self-supervised masked patch prediction.
+    rec.fact("ssl_mask_share", 0.5, "{:.0%}")  # share of patch embeddings corrupted
+    rec.fact("ssl_b16", 79.9, "{:.1f}%")  # ImageNet top-1, ViT-B/16, after fine-tuning
+    rec.fact("ssl_gain_over_scratch", 2, "{:d}")  # percentage points, as the paper rounds them
+    rec.fact("ssl_gap_to_supervised", 4, "{:d}")
+    rec.fact("mae_mask_share", 0.75, "{:.0%}")  # MAE (He et al. 2022): patches masked
     return table5

@@ -592,3 +592,17 @@ def block_equations(rec):
     diff = (out - z2).abs().max().item()
     rec.fact("eq_check_diff", diff, text="0" if diff == 0 else f"{diff:.0e}")
     return {"diff": (out - z2).abs().max().item()}
+
+
+@facts(chapter=7, id="paper-dropout")
+def paper_dropout(rec):
+    """Where ViT puts dropout and at what rate: the official code (vit_jax/models_vit.py) and
+    the paper's Table 3 (pre-training hyper-parameters)."""
+    table3 = {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}  # dropout rate by pre-training set
+    for data, rate in table3.items():
+        rec.fact(f"t3_dropout_{data}", rate, "{:g}")
+    cfg = preset("vit-b/16", pos_drop_rate=0.1, attn_drop_rate=0.0, proj_drop_rate=0.1)
+    block = Block(dim=cfg.dim, heads=cfg.heads, proj_drop=cfg.proj_drop_rate)
+    sites = [n for n, m in block.named_modules() if isinstance(m, nn.Dropout) and m.p > 0]
+    rec.fact("dropout_sites_per_block", len(sites))  # proj, after GELU, after fc2
+    return {"table3": table3, "sites": sites}

@@ -11,7 +11,14 @@ import numpy as np
 import torch
 
 from vitbook import plot
-from vitbook.calc import macs, param_breakdown, shape_trace, token_pairs, token_pairs_ratio
+from vitbook.calc import (
+    activation_floats,
+    macs,
+    param_breakdown,
+    shape_trace,
+    token_pairs,
+    token_pairs_ratio,
+)
 from vitbook.engine import facts, figure
 from vitbook.model import VisionTransformer, ViTConfig, preset
 
@@ -408,3 +415,35 @@ def _(d, v):
                   " pixels", labelpad=14)  # fmt: skip
     ax.set_ylabel("share of one block's MACs")
     return fig
+
+
+@facts(chapter=8, id="pretraining-head")
+def pretraining_head(rec):
+    """The pre-training head (hidden layer + tanh, official ``pre_logits``) on ImageNet-21k's
+    21,843 classes, against the zero-initialised linear head of fine-tuning (1000 classes)."""
+    pre = param_breakdown(preset("vit-b/16", representation_size=768, num_classes=21843))
+    fine = param_breakdown(preset("vit-b/16"))
+    rec.fact("in21k_classes", 21843, "{:,}")
+    rec.fact("pre_logits_params_b16", pre["pre_logits"], "{:,}")
+    rec.fact("pretrain_head_params_b16", pre["pre_logits"] + pre["head"], "{:,}")
+    rec.fact("pretrain_total_b16", pre["total"], "{:,}")
+    rec.fact("finetune_head_params_b16", fine["head"], "{:,}")
+    return {"pre": pre, "fine": fine}
+
+
+# --8<-- [start:activation-memory]
+@facts(chapter=8, id="activation-memory")
+def activation_memory(rec):
+    """Numbers one image's forward pass leaves for the backward pass (``calc.activation_floats``),
+    per token and per image, ViT-B/16 at 224 and 384, in float32 megabytes."""
+    out = {}
+    for size in (224, 384):
+        a = activation_floats(preset("vit-b/16", image_size=size))
+        out[size] = a
+        rec.fact(f"act_per_token_{size}", a["per_token"], "{:,}")
+        rec.fact(f"act_attn_share_{size}", a["per_token_attn"] / a["per_token"], "{:.0%}")
+        rec.fact(f"act_mb_{size}", a["total"] * 4 / 2**20, "{:.0f}")
+    rec.fact("act_per_token_fixed", out[224]["per_token_fixed"], "{:,}")
+    rec.fact("act_ratio_384", out[384]["total"] / out[224]["total"], "{:.1f}")
+    return out
+    # --8<-- [end:activation-memory]
