@@ -71,7 +71,8 @@ def defined() -> set[str]:
 
 
 def test_extractor_reads_the_notation_it_must() -> None:
-    assert symbols(r"\mathbf{U}_{qkv} \in \mathbb{R}^{D \times 3 D_h}") == {"\\mathbf{U}", "D", "D_h"}
+    got = symbols(r"\mathbf{U}_{qkv} \in \mathbb{R}^{D \times 3 D_h}")
+    assert got == {"\\mathbf{U}", "D", "D_h"}
     assert symbols(r"\mathrm{softmax}(Q K^\top / \sqrt{d_k})") == {"Q", "K", "d_k"}
     assert symbols(r"A_{ij} = \gamma") == {"A", "\\gamma"}
 
