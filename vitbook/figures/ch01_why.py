@@ -87,7 +87,7 @@ def receptive_field(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.15, 2.6])
+    grid = fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
     titles = {1: "1 layer", 4: "4 layers", 16: "16 layers", "cnn": "SmallCNN unit"}
     for i, key in enumerate((1, 4, 16, "cnn")):
         ax = fig.add_subplot(grid[i // 2, i % 2])
@@ -102,6 +102,15 @@ def _(data, v):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(titles[key], fontsize=9, loc="center")
+    # one colour bar for the four maps: each is on a log scale relative to its own maximum
+    cax = fig.add_subplot(grid[:, 2])
+    bar = fig.colorbar(
+        plot.plt.cm.ScalarMappable(norm=plot.plt.Normalize(-12, 0), cmap="magma"), cax=cax
+    )
+    bar.set_ticks([-12, -8, -4, 0], labels=["10⁻¹²", "10⁻⁸", "10⁻⁴", "1"])
+    bar.ax.tick_params(labelsize=8)
+    bar.set_label("|gradient| / largest (black: 0)", fontsize=8)
+    bar.ax.yaxis.set_label_position("left")
     ax = fig.add_subplot(grid[:, 3])
     d, layers = data["d"], data["layers"]
     ax.step(d, layers, where="post", color=c["blue"])

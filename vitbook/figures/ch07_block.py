@@ -228,7 +228,10 @@ def _(d, v):
     fig, (ax, bx) = plot.subplots(v, 1, 2, width_ratios=[1.35, 1])
     x, B, T, D = d["x"], d["B"], d["T"], d["D"]
     lim = float(np.abs(x).max())
-    ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    im = ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.7, aspect=30, pad=0.02)
+    bar.set_label("value (seeded draws, a different spread and offset per feature)", fontsize=8)
+    bar.ax.tick_params(labelsize=8)
     ax.set_xticks(range(D), labels=[str(i) for i in range(D)])
     ax.set_yticks([b * T + T / 2 - 0.5 for b in range(B)], labels=[f"image {b}" for b in range(B)])
     ax.tick_params(length=0)
@@ -490,7 +493,11 @@ def _(d, v):
         -3.8, 0.9, "ReLU: slope 0 for x < 0,\n1 for x > 0", color=c["muted"], fontsize=8.5, va="top"
     )
     bx.text(
-        0.35, 0.45, "GELU: smooth,\nslightly negative\nfor x < 0", color=c["blue"], fontsize=8.5
+        0.35,
+        0.45,
+        f"GELU: smooth; negative\nfor x < {d['min'][0]:.2f}, positive\nbetween there and 0",
+        color=c["blue"],
+        fontsize=8.5,
     )
     bx.set_xlim(-4, 3)
     bx.set_ylim(-0.25, 1.25)

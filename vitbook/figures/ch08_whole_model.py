@@ -311,8 +311,13 @@ def _(rows, v):
     ax.set_xticks(s)
     ax.set_xlim(s[0] - 20, s[-1] + 110)
     ax.set_yscale("log")  # equal ratios, equal heights: the predictions are ratios
-    ax.set_ylim(min(ms + pm) * 0.6, max(pq) * 1.6)
-    ax.yaxis.set_major_formatter(plot.matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    lo, hi = min(ms + pm) * 0.6, max(pq) * 1.6
+    ax.set_ylim(lo, hi)
+    # plain numbers on the log axis (no 2 × 10¹): a 1-2-5 ladder, no minor labels
+    ladder = [m * 10**e for e in range(-1, 5) for m in (1, 2, 5)]
+    ticks = [t for t in ladder if lo <= t <= hi]
+    ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_xlabel("image side (pixels), patch size 16")
     ax.set_ylabel("time per image, batch 1 (ms, log scale)")
     ax.grid(True, axis="y", which="major")
@@ -396,6 +401,9 @@ def _(d, v):
     ax.stackplot(t, *parts, colors=[c["blue"], c["purple"], c["orange"]], alpha=0.85, lw=0)
     ax.set_xscale("log")
     ax.set_xlim(t[0], t[-1])
+    # plain numbers on the log axis (10, 100, 1,000 rather than powers of ten)
+    ax.xaxis.set_major_formatter(plot.matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.xaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_ylim(0, 1)
     ax.yaxis.set_major_formatter(plot.matplotlib.ticker.PercentFormatter(1.0))
     ink = "#ffffff" if not v.dark else "#111111"
