@@ -1,8 +1,8 @@
-"""Notation: every symbol a chapter's mathematics uses is declared in the chapter's front matter
-(``symbols:``) and defined on the notation page, so the chapters and docs/notation.md cannot drift
-apart. Symbols checked: bold letters (base letter), Greek letters, capital letters with their
-named subscripts (D_h, U_qkv), and d_k-style widths; lower-case scalars and indices (i, j, x)
-are explained where they are used."""
+"""Notation: every symbol a chapter's mathematics uses is declared in the chapter (a
+``symbols: [...]`` line in an HTML comment under its title) and defined on the notation page,
+so the chapters and docs/notation.md cannot drift apart. Symbols checked: bold letters (base
+letter), Greek letters, capital letters with their named subscripts (D_h, U_qkv), and d_k-style
+widths; lower-case scalars and indices (i, j, x) are explained where they are used."""
 
 from __future__ import annotations
 
@@ -55,9 +55,10 @@ def page_symbols(text: str) -> set[str]:
 
 
 def front_matter(text: str) -> dict:
-    if not text.startswith("---\n"):
-        return {}
-    return yaml.safe_load(text[4 : text.index("\n---\n", 4)]) or {}
+    """The chapter's declaration: a YAML ``symbols: [...]`` line inside the HTML comment under
+    the title (a comment, so that the page still starts with its '# N. Title')."""
+    m = re.search(r"<!--[^>]*?^(symbols: \[.*?\])\s*$[^>]*?-->", text, re.M | re.S)
+    return yaml.safe_load(m.group(1)) if m else {}
 
 
 def defined() -> set[str]:
@@ -87,7 +88,7 @@ def test_notation_page_defines_the_core_symbols() -> None:
 def test_chapter_declares_every_symbol_it_uses(page: Path) -> None:
     text = page.read_text()
     meta = front_matter(text)
-    assert "symbols" in meta, f"{page.name}: add a front-matter 'symbols:' list"
+    assert "symbols" in meta, f"{page.name}: add a '<!-- symbols: [...] -->' comment"
     declared = set(meta["symbols"])
     used = page_symbols(text)
     assert not used - declared, f"{page.name} uses undeclared symbols {sorted(used - declared)}"
