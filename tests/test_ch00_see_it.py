@@ -106,3 +106,37 @@ def test_recorded_facts():
     assert abs(v["prob_0"] + v["prob_1"] - 1) < 1e-6
     assert v["mlp_change_max"] < 0.1 < v["attn_change_chosen"]  # an untrained MLP is near silent
     assert v["cls_low_l1h1"] < v["uniform"] < v["cls_max_l1h1"]
+
+
+def test_mlp_is_silent_only_at_small_width():
+    """Ch 0 says the untrained MLP is nearly silent at D = 8 and not at ViT-B/16's width."""
+    rec = Recorder(0)
+    ch00.mlp_silence(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["mlp_gain_face"] < 0.01
+    assert 0.2 < f["mlp_gain_b16"] < 0.6
+    # the rough law 0.02^2 sqrt(D M) / 2 holds while hidden units are small (D = 8)
+    assert abs(f["mlp_gain_face"] - 0.02**2 * (8 * 32) ** 0.5 / 2) < 0.002
+
+
+def test_head_1_peaks_where_layernormed_feature_1_peaks():
+    rec = Recorder(0)
+    ch00.attention(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["cls_argmax_l1h1"] == f["ln_feature_1_max_patch"]
+    rec2 = Recorder(0)
+    ch00.feature_maps(rec2)
+    assert rec2.facts["feature_1_max_patch"]["value"] != f["cls_argmax_l1h1"]
+
+
+def test_overview_arrows_carry_the_models_shapes():
+    rec = Recorder(0)
+    d = ch00.overview(rec)
+    shapes = [s for _, s, _, _ in d["stages"]]
+    b16 = [s for _, _, s, _ in d["stages"]]
+    assert shapes[0] == (1, 3, 224, 224) and shapes[1] == (1, 49, 8) and shapes[2] == (1, 50, 8)
+    assert shapes[-2] == (1, 8) and shapes[-1] == (1, 2)
+    assert b16[1] == (1, 196, 768) and b16[2] == (1, 197, 768) and b16[-1] == (1, 1000)
+    # the model itself agrees, stage by stage
+    model, out, _ = ch00.run_face_model()
+    assert tuple(out["patches"].shape) == shapes[1] and tuple(out["logits"].shape) == shapes[-1]

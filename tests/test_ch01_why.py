@@ -61,3 +61,24 @@ def test_longrange_facts():
     assert f["cnn_far_acc"] < 0.6  # beyond its receptive field the CNN is near chance
     assert f["cnn_far_acc"] < f["vit_far_acc"]  # beyond the CNN's reach, the ViT wins
     assert f["rf_closed_form_ok"] == "yes" and f["cnn_rf"] == 32
+
+
+def test_paper_table2_and_deit_facts():
+    rec = Recorder(1)
+    paper_data(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["t2_h14_jft"] == 88.55 and f["t2_h14_jft_days"] == 2.5
+    assert f["t2_bit_l"] == 87.54 and f["t2_bit_l_days"] == 9.9
+    # the headline: ViT-H/14 beats BiT-L with about a quarter of the compute
+    assert f["t2_h14_jft"] > f["t2_bit_l"] and f["t2_bit_over_h14_days"] == pytest.approx(3.96)
+    # DeiT at 224 beats ViT-B/16 on ImageNet-1k fine-tuned at 384, same 300 epochs
+    assert f["deit_b"] > f["t5_in1k_b16"] and f["deit_res"] < f["finetune_res"]
+
+
+def test_self_supervision_facts():
+    rec = Recorder(1)
+    paper_data(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["ssl_b16"] == 79.9 and f["ssl_mask_share"] == 0.5 and f["mae_mask_share"] == 0.75
+    # the masked-patch result sits between from-scratch and supervised pre-training
+    assert f["ssl_gain_over_scratch"] > 0 and f["ssl_gap_to_supervised"] > 0

@@ -73,3 +73,15 @@ def test_recorded_facts():
     assert v["params_b_16"] == 590_592
     assert v["rms_mean_k8"] > v["rms_mean_k16"] > v["rms_mean_k64"] > v["rms_mean_full"]
     assert v["ms_naive"] > 0 and v["ms_conv"] > 0 and v["ms_linear"] > 0
+
+
+def test_pca_loses_nothing_only_on_its_own_patches():
+    from vitbook.engine import Recorder
+    from vitbook.figures.ch03_patch_embedding import pca_rebuild
+
+    rec = Recorder(3)
+    pca_rebuild(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["rms_mean_full"] < 1e-10  # fitted patches: exact
+    assert f["rms_heldout_full"] > 0.01  # held-out photographs: clearly not
+    assert f["rms_heldout_k8"] > f["rms_mean_k8"] and f["rms_heldout_k64"] > f["rms_mean_k64"]

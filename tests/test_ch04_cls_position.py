@@ -79,3 +79,15 @@ def test_traps():
     assert "196 rows" in f["vitbook_table_error"]
     assert "prepend a class-token row" in f["vitbook_table_error"]
     assert f["load_table_error"] == "pos_embed: file (1, 196, 192) vs model (1, 197, 192)"
+
+
+def test_paper_position_ablation_facts():
+    from vitbook.engine import Recorder
+    from vitbook.figures.ch04_cls_position import paper_pos_ablation
+
+    rec = Recorder(4)
+    t = paper_pos_ablation(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert t["none"] == 0.61382 and t["1d"] == 0.64206  # the paper's Table 8
+    # no positions costs points; the kind of position table hardly matters
+    assert f["t8_gain_1d_over_none"] > 0.02 and f["t8_spread_with_pos"] < 0.003

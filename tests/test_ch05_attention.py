@@ -102,3 +102,17 @@ def test_facts_file_has_chapter_5() -> None:
     assert facts["out_1"]["text"] == "6.601" and facts["out_2"]["text"] == "3.399"
     assert facts["maxw_u_max"]["value"] > 0.85
     assert facts["grad_ratio_max"]["value"] > 10
+
+
+def test_why_scale_collapse_is_read_from_the_data() -> None:
+    """Fig. 5.3: at Dh = 64 the unscaled median gradient is still about the scaled one; the
+    collapse (below half the scaled value) starts at 128."""
+    from vitbook.figures.ch05_attention import why_scale
+
+    rec = Recorder(5)
+    why_scale(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert f["grad_collapse_dh"] == 128
+    assert f["grad_u_64"] > 0.5 * f["grad_s_64"]
+    assert f["grad_u_collapse"] < 0.5 * f["grad_s_64"]
+    assert f["maxw_u_64"] > 0.75  # but the weights are already peaked at 64

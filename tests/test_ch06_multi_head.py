@@ -116,3 +116,22 @@ def test_facts_file_has_chapter_6() -> None:
     assert facts["params_attn"]["text"] == "2,362,368"
     assert facts["shape_qkv_perm"]["text"] == "(3, 2, 12, 197, 64)"
     assert facts["dist_local"]["value"] < facts["dist_mix"]["value"] < facts["dist_app"]["value"]
+
+
+def test_reshape_without_permute_mistakes_do_what_the_text_says() -> None:
+    """Common mistakes box: the fused (B, T, 3D) output cannot be reshaped to (B, heads, T, Dh)
+    at all (PyTorch raises); a (B, T, D) tensor can, silently, and the result is wrong."""
+    torch.manual_seed(0)
+    B, T, D, H = 2, 5, 12, 3
+    attn = Attention(dim=D, heads=H).eval()
+    x = torch.randn(B, T, D)
+    qkv = attn.qkv(x)  # (B, T, 3D)
+    with pytest.raises(RuntimeError, match="is invalid for input of size"):
+        qkv.reshape(B, H, T, D // H)
+    q = qkv[..., :D]  # (B, T, D): the queries alone
+    right = q.reshape(B, T, H, D // H).transpose(1, 2)  # (B, heads, T, Dh)
+    wrong = q.reshape(B, H, T, D // H)  # runs without an error
+    assert wrong.shape == right.shape and not torch.equal(wrong, right)
+    # the concatenation back: a reshape alone runs and mixes tokens and heads
+    out = torch.randn(B, H, T, D // H)
+    assert not torch.equal(out.reshape(B, T, D), out.transpose(1, 2).reshape(B, T, D))

@@ -117,3 +117,40 @@ def test_pre_vs_post_norm_measurement() -> None:
     # std-0.02 init: the two orders are within 25% and flat over depth
     assert 0.8 < f["timm_last_post_over_pre"] < 1.25
     assert f["timm_pre_spread"] < 1.25 and f["timm_post_spread"] < 1.25
+
+
+def test_batchnorm1d_on_tokens_raises_or_is_silently_wrong() -> None:
+    """Common mistakes box: BatchNorm1d(D) reads (B, T, D) as (B, channels=T, L=D)."""
+    from torch import nn
+
+    with pytest.raises(RuntimeError, match="running_mean should contain 197 elements not 768"):
+        nn.BatchNorm1d(768)(torch.randn(2, 197, 768))
+    torch.manual_seed(0)
+    x = torch.randn(4, 8, 8)  # T = D = 8: runs without a word
+    out = nn.BatchNorm1d(8)(x)
+    per_position = (x - x.mean(dim=(0, 2), keepdim=True)) / torch.sqrt(
+        x.var(dim=(0, 2), unbiased=False, keepdim=True) + 1e-5
+    )
+    per_feature = (x - x.mean(dim=(0, 1), keepdim=True)) / torch.sqrt(
+        x.var(dim=(0, 1), unbiased=False, keepdim=True) + 1e-5
+    )
+    assert torch.allclose(out, per_position, atol=1e-5)  # what it does: per token position
+    assert not torch.allclose(out, per_feature, atol=1e-2)  # not per feature
+
+
+def test_gelu_tanh_gap_is_computed() -> None:
+    from vitbook.figures.ch07_block import gelu_tanh_gap
+
+    gap, at = gelu_tanh_gap()
+    assert gap == pytest.approx(4.73e-4, abs=1e-6) and at == pytest.approx(2.70, abs=0.01)
+    x = torch.tensor([at], dtype=torch.float64)
+    assert (F.gelu(x, approximate="tanh") - F.gelu(x)).abs().item() == pytest.approx(gap)
+
+
+def test_paper_dropout_sites_and_rates():
+    from vitbook.figures.ch07_block import paper_dropout
+
+    rec = Recorder(7)
+    d = paper_dropout(rec)
+    assert d["sites"] == ["attn.proj_drop", "mlp.drop1", "mlp.drop2"]
+    assert d["table3"] == {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}

@@ -110,3 +110,25 @@ def test_median_latencies_runs_every_size() -> None:
     t = median_latencies(models, warmup=1, rounds=3)
     assert set(t) == {32, 64}
     assert all(v > 0 for v in t.values())
+
+
+def test_pretraining_head_and_activation_memory():
+    from vitbook.calc import activation_floats
+    from vitbook.engine import Recorder
+    from vitbook.figures.ch08_whole_model import activation_memory, pretraining_head
+    from vitbook.model import VisionTransformer, preset
+
+    rec = Recorder(8)
+    d = pretraining_head(rec)
+    assert d["pre"]["pre_logits"] == 768 * 768 + 768
+    assert d["pre"]["head"] == 768 * 21843 + 21843 and d["fine"]["head"] == 769_000
+    with torch.device("meta"):
+        m = VisionTransformer(cfg=preset("vit-b/16", representation_size=768, num_classes=21843))
+    assert m.num_params() == d["pre"]["total"]
+    # activations: 10D + 2M per token, plus 2 heads T; B/16 at 224: 13,824 + 4,728
+    a = activation_floats(preset("vit-b/16"))
+    assert a["per_token_fixed"] == 10 * 768 + 2 * 3072 and a["per_token_attn"] == 2 * 12 * 197
+    assert a["total"] == 12 * 197 * (13_824 + 4_728)
+    rec = Recorder(8)
+    activation_memory(rec)
+    assert rec.facts["act_ratio_384"]["value"] > (577 / 197)  # grows faster than the tokens

@@ -389,3 +389,117 @@ def test_checkpoint_round_trip(tmp_path, suffix: str) -> None:
         report = load_pretrained(b, path)
         assert report.ok
         assert torch.equal(a(x), b(x))
+
+
+# ---------------------------------------------------------------- dropout, pre-logits, MHA
+
+
+def test_dropout_defaults_leave_layout_and_counts_unchanged() -> None:
+    from vitbook.calc import param_breakdown
+
+    cfg = preset("vit-b/16")
+    assert (cfg.pos_drop_rate, cfg.attn_drop_rate, cfg.proj_drop_rate, cfg.drop_rate) == (0,) * 4
+    plain = on_meta(cfg)
+    dropped = on_meta(
+        dataclasses.replace(
+            cfg, pos_drop_rate=0.1, attn_drop_rate=0.1, proj_drop_rate=0.1, drop_rate=0.1
+        )
+    )
+    assert list(plain.state_dict()) == list(dropped.state_dict())  # timm's keys, nothing added
+    assert dropped.num_params() == plain.num_params() == param_breakdown(cfg)["total"]
+    names = dict(dropped.named_modules())
+    for key in ("pos_drop", "blocks.0.attn.attn_drop", "blocks.0.attn.proj_drop",
+                "blocks.0.mlp.drop1", "blocks.0.mlp.drop2", "head_drop"):  # fmt: skip
+        assert isinstance(names[key], nn.Dropout) and names[key].p == 0.1, key
+
+
+def test_dropout_acts_in_training_only() -> None:
+    cfg = dataclasses.replace(SMALL, pos_drop_rate=0.3, attn_drop_rate=0.3, proj_drop_rate=0.3)
+    m = build(cfg)
+    ref = build(SMALL)  # same seed, same weights, no dropout
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.equal(m(x), ref(x))  # eval: dropout is the identity
+        m.train()
+        torch.manual_seed(1)
+        fused = m(x)
+        m.set_fused_attn(False)
+        torch.manual_seed(1)
+        explicit = m(x)
+    assert (fused - ref(x)).abs().max().item() > 1e-3  # training: outputs move
+    assert (explicit - ref(x)).abs().max().item() > 1e-3
+    with pytest.raises(ValueError, match="drop_rate"):
+        dataclasses.replace(SMALL, attn_drop_rate=1.0)
+
+
+def test_pre_logits_hidden_tanh_layer() -> None:
+    from vitbook.calc import param_breakdown
+
+    cfg = dataclasses.replace(SMALL, representation_size=16)
+    m = build(cfg)
+    sd = m.state_dict()
+    assert tuple(sd["pre_logits.fc.weight"].shape) == (16, SMALL.dim)
+    assert tuple(sd["head.weight"].shape) == (SMALL.num_classes, 16)
+    assert m.num_params() == param_breakdown(cfg)["total"]
+    assert param_breakdown(cfg)["pre_logits"] == SMALL.dim * 16 + 16
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        out = m(x, return_intermediates=True)
+        hidden = torch.tanh(m.pre_logits.fc(out["pooled"]))
+        assert torch.allclose(out["logits"], m.head(hidden), atol=1e-6)
+        assert torch.allclose(m(x), out["logits"], atol=1e-6)
+
+
+def test_explicit_path_is_scaled_dot_product() -> None:
+    """Attention.forward's explicit path is the chapter 5 function, bit for bit."""
+    torch.manual_seed(0)
+    for dim, heads in [(48, 4), (64, 4), (40, 5)]:  # Dh = 12, 16, 8
+        attn = Attention(dim=dim, heads=heads, fused=False).eval()
+        x = torch.randn(2, 7, dim)
+        with torch.no_grad():
+            out, w = attn(x, return_weights=True)
+            q, k, v = attn.qkv(x).reshape(2, 7, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+            o, w2 = scaled_dot_product(q, k, v)
+            by_hand = attn.proj(o.transpose(1, 2).reshape(2, 7, dim))
+        assert torch.equal(w, w2) and torch.equal(out, by_hand)
+
+
+def test_scaling_queries_first_is_exact_for_power_of_four_widths() -> None:
+    torch.manual_seed(0)
+    for dk, exact in [(4, True), (16, True), (64, True), (32, False)]:
+        q, k = torch.randn(5, dk), torch.randn(6, dk)
+        a = (q * dk**-0.5) @ k.T
+        b = (q @ k.T) / dk**0.5
+        assert torch.equal(a, b) == exact or (not exact and (a - b).abs().max() < 1e-5)
+
+
+# --8<-- [start:mha]
+def test_equals_torch_multihead_attention() -> None:
+    """nn.MultiheadAttention with the same weights: batch_first=True, and with
+    need_weights=True it returns the weights averaged over heads unless
+    average_attn_weights=False."""
+    torch.manual_seed(0)
+    D, H, T = 48, 4, 9
+    ours = Attention(dim=D, heads=H).eval()
+    mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(ours.qkv.weight)  # rows: W_Q, W_K, W_V, as in timm's qkv
+        mha.in_proj_bias.copy_(ours.qkv.bias)
+        mha.out_proj.weight.copy_(ours.proj.weight)
+        mha.out_proj.bias.copy_(ours.proj.bias)
+        x = torch.randn(2, T, D)
+        out, w = ours(x, return_weights=True)  # (B, T, D), (B, heads, T, T)
+        out_t, w_avg = mha(x, x, x, need_weights=True)  # averaged over heads: (B, T, T)
+        _, w_all = mha(x, x, x, need_weights=True, average_attn_weights=False)
+        out_fast, none = mha(x, x, x, need_weights=False)
+    assert (out - out_t).abs().max() < 1e-6 and (out - out_fast).abs().max() < 1e-6
+    assert none is None
+    assert w_avg.shape == (2, T, T) and (w.mean(dim=1) - w_avg).abs().max() < 1e-6
+    assert w_all.shape == (2, H, T, T) and (w - w_all).abs().max() < 1e-6
+    # without batch_first, (B, T, D) is read as (T, B, D): the result is wrong, and silently so
+    seq_first = nn.MultiheadAttention(D, H).eval()
+    seq_first.load_state_dict(mha.state_dict())
+    with torch.no_grad():
+        wrong, _ = seq_first(x, x, x)
+    assert wrong.shape == out.shape and (wrong - out).abs().max() > 1e-2
+    # --8<-- [end:mha]

@@ -13,6 +13,7 @@ import dataclasses
 from vitbook.model import ViTConfig
 
 __all__ = [
+    "activation_floats",
     "flops",
     "macs",
     "param_breakdown",
@@ -66,7 +67,8 @@ def param_breakdown(cfg: ViTConfig) -> dict[str, int]:
     Keys: "patch_embed", "cls_token", "pos_embed" (0 for a fixed sin-cos table or none);
     per block: "qkv", "proj", "attn" (= qkv + proj), "mlp", "norms" (its two LayerNorms),
     "block"; over all blocks: "blocks", "attn_all", "mlp_all", "norms_all";
-    then "norm" (final LayerNorm), "head", "total".
+    then "norm" (final LayerNorm), "pre_logits" (the pre-training head's hidden layer, 0 if
+    none), "head", "total".
     """
     D, C, P, M, K = cfg.dim, cfg.in_chans, cfg.patch_size, cfg.mlp_dim, cfg.num_classes
     p = {
@@ -84,10 +86,13 @@ def param_breakdown(cfg: ViTConfig) -> dict[str, int]:
     p |= {"blocks": L * p["block"], "attn_all": L * p["attn"], "mlp_all": L * p["mlp"]}
     p["norms_all"] = L * p["norms"]
     p["norm"] = 2 * D
-    p["head"] = D * K + K if K > 0 else 0
+    R = cfg.representation_size
+    p["pre_logits"] = D * R + R if R > 0 else 0  # Linear(D, R), then tanh
+    p["head"] = (R if R > 0 else D) * K + K if K > 0 else 0
     p["total"] = (
-        p["patch_embed"] + p["cls_token"] + p["pos_embed"] + p["blocks"] + p["norm"] + p["head"]
-    )
+        p["patch_embed"] + p["cls_token"] + p["pos_embed"] + p["blocks"] + p["norm"]
+        + p["pre_logits"] + p["head"]
+    )  # fmt: skip
     return p
     # --8<-- [end:params]
 
@@ -141,3 +146,31 @@ def token_pairs_ratio(cfg: ViTConfig, new_size: int | tuple[int, int]) -> float:
     """
     new = dataclasses.replace(cfg, image_size=new_size)  # validates divisibility
     return (new.seq_len / cfg.seq_len) ** 2
+
+
+# --8<-- [start:activations]
+def activation_floats(cfg: ViTConfig) -> dict[str, int]:
+    """Numbers one block's forward pass produces for one image, which plain autograd keeps for
+    the backward pass (no fused kernels, no recomputation): a lower bound on training memory.
+
+    Per token the block writes norm1 (D), qkv (3D), the heads' outputs (D), proj (D),
+    the first residual sum (D), norm2 (D), fc1 (M), GELU (M), fc2 (D) and the second sum (D):
+    10D + 2M numbers, a constant. The attention weights add heads x T per token (softmax
+    input and output: 2 heads x T), which grows with the sequence.
+
+    Returns:
+        dict with "per_token_fixed" (10D + 2M), "per_token_attn" (2 heads T), "per_token",
+        "per_block" (T x per_token), "total" (depth x per_block), all in numbers (floats).
+    """
+    D, M, T, h = cfg.dim, cfg.mlp_dim, cfg.seq_len, cfg.heads
+    fixed = 10 * D + 2 * M
+    attn = 2 * h * T  # scores and softmax weights, one row of each per token and head
+    per_block = T * (fixed + attn)
+    return {
+        "per_token_fixed": fixed,
+        "per_token_attn": attn,
+        "per_token": fixed + attn,
+        "per_block": per_block,
+        "total": cfg.depth * per_block,
+    }
+    # --8<-- [end:activations]

@@ -23,7 +23,6 @@ This module imports torch, and ``vitbook.analysis`` (itself torch-only) for the 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +74,16 @@ class ViTConfig:
     pos_embed: Literal["learned", "sincos2d", "none"] = "learned"  # kind of position table
     qkv_bias: bool = True  # bias in the fused qkv Linear (timm and the paper: yes)
     fused_attn: bool = True  # use F.scaled_dot_product_attention unless weights are requested
+    # Dropout, named and placed as in timm; all 0 by default (the book's runs use none). The
+    # paper's JAX code has one rate for pos/proj/MLP dropout and one for the attention weights.
+    pos_drop_rate: float = 0.0  # after the position table is added (timm ``pos_drop``)
+    attn_drop_rate: float = 0.0  # on the attention weights, before A V (``attn.attn_drop``)
+    proj_drop_rate: float = 0.0  # after attn.proj, GELU and fc2 (``proj_drop``, ``mlp.drop1/2``)
+    drop_rate: float = 0.0  # on the pooled token before the head (timm ``head_drop``)
+    # Pre-training head of the paper (section 3.1, "an MLP with one hidden layer"): a Linear
+    # D -> representation_size and tanh before the classifier (the official code's ``pre_logits``).
+    # 0 (the default, and what fine-tuning uses) means none, as in timm's current models.
+    representation_size: int = 0
     # --8<-- [end:config]
 
     def __post_init__(self) -> None:
@@ -102,6 +111,14 @@ class ViTConfig:
             raise ValueError(f"mlp_ratio {self.mlp_ratio} must give a positive width; use 4.0")
         if self.num_classes < 0:
             raise ValueError(f"num_classes {self.num_classes} must be 0 (no head) or more")
+        for name in ("pos_drop_rate", "attn_drop_rate", "proj_drop_rate", "drop_rate"):
+            rate = getattr(self, name)
+            if not 0.0 <= rate < 1.0:
+                raise ValueError(f"{name} {rate} must be in [0, 1); the paper uses 0.0 or 0.1")
+        if self.representation_size < 0:
+            raise ValueError(
+                f"representation_size {self.representation_size} must be 0 (no pre-logits) or more"
+            )
         if self.pool not in ("cls", "mean"):
             raise ValueError(f"pool {self.pool!r} is unknown; use 'cls' or 'mean'")
         if self.pos_embed not in ("learned", "sincos2d", "none"):
@@ -188,24 +205,32 @@ def preset(name: str, **overrides: Any) -> ViTConfig:
 
 # --8<-- [start:scaled-dot-product]
 def scaled_dot_product(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: bool = True
-) -> tuple[torch.Tensor, torch.Tensor]:
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: bool = True,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V  (Vaswani et al. 2017, Eq. 1).
+
+    The explicit path of ``Attention.forward`` calls this function. The queries are scaled
+    before the product, as in timm: (q / sqrt(d_k)) k^T equals q k^T / sqrt(d_k) up to rounding,
+    and exactly when sqrt(d_k) is a power of two (d_k = 4, 16, 64, ...).
 
     Args:
         q: queries, shape (..., n, d_k).
         k: keys, shape (..., m, d_k).
         v: values, shape (..., m, d_v).
         scale: divide the scores by sqrt(d_k); ``False`` shows why the paper does.
+        dropout_p: attention dropout on the weights before they multiply v (training only;
+            the returned weights are those before dropout).
 
     Returns:
         (output (..., n, d_v), weights (..., n, m)); every row of weights sums to one.
     """
-    scores = q @ k.transpose(-2, -1)  # (..., n, m)
     if scale:
-        scores = scores / math.sqrt(q.shape[-1])
+        q = q * q.shape[-1] ** -0.5  # (..., n, d_k)
+    scores = q @ k.transpose(-2, -1)  # (..., n, m)
     weights = scores.softmax(dim=-1)  # (..., n, m)
-    return weights @ v, weights  # (..., n, d_v), (..., n, m)
+    kept = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return kept @ v, weights  # (..., n, d_v), (..., n, m)
     # --8<-- [end:scaled-dot-product]
 
 
@@ -235,21 +260,28 @@ class PatchEmbed(nn.Module):
 class Attention(nn.Module):
     """Multi-head self-attention, MSA in Eq. 2 (Vaswani et al. Eq. 1 per head)."""
 
-    def __init__(self, *, dim: int, heads: int, qkv_bias: bool = True, fused: bool = True) -> None:
+    def __init__(
+        self, *, dim: int, heads: int, qkv_bias: bool = True, fused: bool = True,
+        attn_drop: float = 0.0, proj_drop: float = 0.0,
+    ) -> None:  # fmt: skip
         """
         Args:
             dim: D, the token width.
             heads: number of heads; each works in Dh = D / heads dims.
             qkv_bias: bias in the qkv projection.
             fused: use ``F.scaled_dot_product_attention`` when the weights are not needed.
+            attn_drop: dropout rate on the attention weights (training only).
+            proj_drop: dropout rate after the output projection (training only).
         """
         super().__init__()
         self.heads = heads
         self.head_dim = dim // heads
         self.scale = self.head_dim**-0.5
         self.fused = fused
-        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)  # W_Q, W_K, W_V for all heads at once
-        self.proj = nn.Linear(dim, dim)  # W_O: mixes the heads' outputs
+        self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)  # U_qkv: W_Q, W_K, W_V of all heads
+        self.attn_drop = nn.Dropout(attn_drop)  # no parameters: the state dict is unchanged
+        self.proj = nn.Linear(dim, dim)  # U_msa (W_O): mixes the heads' outputs
+        self.proj_drop = nn.Dropout(proj_drop)
 
     def forward(
         self, x: torch.Tensor, *, return_weights: bool = False
@@ -266,36 +298,42 @@ class Attention(nn.Module):
         B, T, D = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.head_dim)  # (B, T, 3, heads, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, heads, T, Dh)
+        p = self.attn_drop.p if self.training else 0.0
         if self.fused and not return_weights:
-            out = F.scaled_dot_product_attention(q, k, v)  # (B, heads, T, Dh)
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=p)  # (B, heads, T, Dh)
             weights = None
         else:
             # --8<-- [start:attention]
-            scores = (q * self.scale) @ k.transpose(-2, -1)  # (B, heads, T, T)
-            weights = scores.softmax(dim=-1)  # (B, heads, T, T), rows sum to one
-            out = weights @ v  # (B, heads, T, Dh)
+            # the chapter 5 function, batched over images and heads: Eq. 5-7 per head
+            out, weights = scaled_dot_product(q, k, v, dropout_p=p)  # (B,h,T,Dh), (B,h,T,T)
             # --8<-- [end:attention]
         out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, heads * Dh): concatenate the heads
-        return self.proj(out), weights
+        return self.proj_drop(self.proj(out)), weights
 
 
 # --8<-- [start:mlp]
 class Mlp(nn.Module):
     """The block's MLP: two Linear layers with exact (erf) GELU between them (Eq. 3)."""
 
-    def __init__(self, *, dim: int, hidden: int) -> None:
+    def __init__(self, *, dim: int, hidden: int, drop: float = 0.0) -> None:
         """
         Args:
             dim: D, input and output width.
             hidden: the hidden width (4D in every ViT of the paper).
+            drop: dropout rate after the GELU and after fc2 (training only).
         """
         super().__init__()
         self.fc1 = nn.Linear(dim, hidden)
-        self.act = nn.GELU()  # exact erf form, as in the paper's JAX code and timm
+        # Exact erf form, as in timm. The paper's JAX code calls flax's nn.gelu, whose default
+        # is the tanh approximation: nn.GELU(approximate="tanh") reproduces it (Chapter 7).
+        self.act = nn.GELU()
+        self.drop1 = nn.Dropout(drop)
         self.fc2 = nn.Linear(hidden, dim)
+        self.drop2 = nn.Dropout(drop)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(x)))  # (B, T, D) -> (B, T, hidden) -> (B, T, D)
+        x = self.drop1(self.act(self.fc1(x)))  # (B, T, hidden)
+        return self.drop2(self.fc2(x))  # (B, T, D)
         # --8<-- [end:mlp]
 
 
@@ -308,7 +346,7 @@ class Block(nn.Module):
 
     def __init__(
         self, *, dim: int, heads: int, mlp_ratio: float = 4.0, qkv_bias: bool = True,
-        fused: bool = True,
+        fused: bool = True, attn_drop: float = 0.0, proj_drop: float = 0.0,
     ) -> None:  # fmt: skip
         """
         Args:
@@ -317,12 +355,17 @@ class Block(nn.Module):
             mlp_ratio: MLP hidden width over D.
             qkv_bias: bias in the qkv projection.
             fused: fast attention path when weights are not requested.
+            attn_drop: dropout on the attention weights.
+            proj_drop: dropout after attn.proj and inside the MLP.
         """
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-        self.attn = Attention(dim=dim, heads=heads, qkv_bias=qkv_bias, fused=fused)
+        self.attn = Attention(
+            dim=dim, heads=heads, qkv_bias=qkv_bias, fused=fused, attn_drop=attn_drop,
+            proj_drop=proj_drop,
+        )  # fmt: skip
         self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-        self.mlp = Mlp(dim=dim, hidden=int(dim * mlp_ratio))
+        self.mlp = Mlp(dim=dim, hidden=int(dim * mlp_ratio), drop=proj_drop)
 
     def forward(
         self, x: torch.Tensor, *, return_weights: bool = False
@@ -362,13 +405,24 @@ class VisionTransformer(nn.Module):
             self.register_buffer("pos_embed", table, persistent=True)
         else:
             self.pos_embed = None  # "none": no table at all, tokens are a bag of patches
+        self.pos_drop = nn.Dropout(cfg.pos_drop_rate)
         self.blocks = nn.ModuleList(
             Block(dim=D, heads=cfg.heads, mlp_ratio=cfg.mlp_ratio, qkv_bias=cfg.qkv_bias,
-                  fused=cfg.fused_attn)
+                  fused=cfg.fused_attn, attn_drop=cfg.attn_drop_rate,
+                  proj_drop=cfg.proj_drop_rate)
             for _ in range(cfg.depth)
         )  # fmt: skip
         self.norm = nn.LayerNorm(D, eps=1e-6)  # LN in Eq. 4
-        self.head = nn.Linear(D, cfg.num_classes) if cfg.num_classes > 0 else nn.Identity()
+        R = cfg.representation_size
+        if R > 0:  # the paper's pre-training head: hidden layer with tanh (official pre_logits)
+            self.pre_logits = nn.Sequential()
+            self.pre_logits.add_module("fc", nn.Linear(D, R))
+            self.pre_logits.add_module("act", nn.Tanh())
+        else:
+            self.pre_logits = nn.Identity()
+        self.head_drop = nn.Dropout(cfg.drop_rate)
+        width = R if R > 0 else D
+        self.head = nn.Linear(width, cfg.num_classes) if cfg.num_classes > 0 else nn.Identity()
         self._init_weights()
 
     # --8<-- [start:init]
@@ -379,6 +433,9 @@ class VisionTransformer(nn.Module):
         std 0.02 with zero bias; LayerNorm (1, 0) and the patch Conv2d keep PyTorch's defaults.
         As in timm, the truncation bounds are trunc_normal_'s defaults, +-2 in absolute value,
         so at std 0.02 nothing is cut: in effect a plain normal.
+        The paper's JAX code (``vit_jax/models_vit.py``) initialises differently: Dense kernels
+        Xavier-uniform, MLP biases normal std 1e-6, position embeddings normal std 0.02, CLS
+        token zeros, classifier head zeros; timm reproduces it with ``weight_init="jax"``.
         (For fine-tuning the paper zero-initialises a fresh head: ``nn.init.zeros_`` on it.)"""
         if isinstance(self.pos_embed, nn.Parameter):
             nn.init.trunc_normal_(self.pos_embed, std=0.02)
@@ -457,7 +514,7 @@ class VisionTransformer(nn.Module):
         z = out["with_cls"] = torch.cat([cls, z], dim=1)  # (B, N+1, D)
         if self.pos_embed is not None and use_pos_embed:
             z = z + self.pos_embed  # (B, N+1, D), Eq. 1
-        out["with_pos"] = z
+        z = out["with_pos"] = self.pos_drop(z)
         for blk in self.blocks:
             z, w = blk(z, return_weights=attn)  # Eq. 2-3, (B, N+1, D)
             out["blocks"].append(z)
@@ -466,7 +523,7 @@ class VisionTransformer(nn.Module):
         z = out["encoded"] = self.norm(z)  # Eq. 4, (B, N+1, D)
         pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
         out["pooled"] = pooled
-        out["logits"] = self.head(pooled)  # (B, K)
+        out["logits"] = self.head(self.head_drop(self.pre_logits(pooled)))  # (B, K)
         return out
         # --8<-- [end:vit-forward]
 
@@ -488,11 +545,12 @@ class VisionTransformer(nn.Module):
         z = torch.cat([self.cls_token.expand(z.shape[0], -1, -1), z], dim=1)  # (B, N+1, D)
         if self.pos_embed is not None and use_pos_embed:
             z = z + self.pos_embed  # (B, N+1, D)
+        z = self.pos_drop(z)
         for blk in self.blocks:
             z, _ = blk(z)  # (B, N+1, D)
         z = self.norm(z)  # (B, N+1, D)
         pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
-        return self.head(pooled)  # (B, K)
+        return self.head(self.head_drop(self.pre_logits(pooled)))  # (B, K)
 
 
 @dataclass(frozen=True)

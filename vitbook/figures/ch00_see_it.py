@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from matplotlib import patheffects
 from matplotlib.colors import SymLogNorm
-from matplotlib.patches import Rectangle
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from vitbook import plot
-from vitbook.calc import param_breakdown
+from vitbook.calc import param_breakdown, shape_trace
 from vitbook.data.face import face, face_tensor
-from vitbook.engine import figure
+from vitbook.engine import facts, figure
 from vitbook.handset import HANDSET, SEEDED, handset
-from vitbook.model import VisionTransformer, preset
+from vitbook.model import Mlp, VisionTransformer, preset
 
 IMAGE = 224
 CHOSEN = 24  # the mouth: row 3, column 3 of the 7x7 grid (the same patch as Chapter 2)
@@ -42,9 +43,14 @@ def _np(t: torch.Tensor) -> np.ndarray:
 def _outline(ax, idx: int, grid: int, patch: float, color: str, lw: float = 2.0) -> None:
     """Outline patch ``idx`` of a ``grid`` x ``grid`` layout whose cells are ``patch`` wide."""
     r, c = divmod(idx, grid)
+    # a dark halo under the colour keeps the outline visible on skin and in dark mode
+    halo = [patheffects.withStroke(linewidth=lw + 1.6, foreground="black", alpha=0.8)]
     ax.add_patch(
-        Rectangle((c * patch - 0.5, r * patch - 0.5), patch, patch, fill=False, ec=color, lw=lw)
-    )
+        Rectangle(
+            (c * patch - 0.5, r * patch - 0.5), patch, patch, fill=False, ec=color, lw=lw,
+            path_effects=halo,
+        )
+    )  # fmt: skip
 
 
 TICKS = [-30, -10, -3, -1, 0, 1, 3, 10, 30]
@@ -161,6 +167,7 @@ def _(data, v):
     outer = fig.add_gridspec(1, 2, width_ratios=[1, 1.25])
     ax = fig.add_subplot(outer[0])
     plot.patch_grid(ax, data["image"], data["patch"], v, numbers=True, highlight=CHOSEN)
+    _outline(ax, CHOSEN, 7, 32, c["highlight"], lw=2.6)  # the same outline, with a halo
     ax.set_title("49 patches of 32×32; patch 24 marked", fontsize=10)
     right = outer[1].subgridspec(2, 4)
     lim = float(np.abs(data["comps"]).max())
@@ -177,7 +184,8 @@ def _(data, v):
     fig.text(
         0.99,
         0.01,
-        "%: share of variance · grey = 0 · colour: weight on R, G, B",
+        "%: share of variance · mid-grey = weight 0\n"
+        "lighter = positive, darker = negative; tint: R, G, B differ",
         ha="right",
         va="bottom",
         fontsize=8,
@@ -307,6 +315,10 @@ def attention(rec):
             rec.fact(f"cls_self_{tag}", float(cls_row[0]), "{:.3f}")
     rec.fact("row_sum_err", float(np.abs(attn.sum(-1) - 1).max()), "{:.0e}")
     rec.fact("cls_low_l1h1", float(attn[0, 0, 0, 1:].min()), "{:.4f}")
+    # head 1 reads LayerNormed tokens: the patch with the largest *normalised* feature 1
+    with torch.no_grad():
+        normed = model.blocks[0].norm1(out["with_pos"])[0]  # (50, 8)
+    rec.fact("ln_feature_1_max_patch", int(normed[1:, 0].argmax()))
     return {
         "cls": attn[:, :, 0, 1:].reshape(*attn.shape[:2], g, g),
         "chosen": attn[:, :, CHOSEN + 1, 1:].reshape(*attn.shape[:2], g, g),
@@ -434,4 +446,110 @@ def _(d, v):
     a3.set_ylim(0, 1)
     a3.set_ylabel("probability")
     a2.set_ylabel("logit")
+    return fig
+
+
+def mlp_gain(dim: int, hidden: int, *, tokens: int = 197, seed: int = 0) -> float:
+    """How loud an MLP is at initialisation: the size of its output over the size of its input,
+    median over ``tokens`` standard-normal tokens (what LayerNorm hands it: mean 0, variance 1
+    per feature). Weights as the book's model initialises them (timm: normal std 0.02, zero
+    bias). Roughly 0.02^2 sqrt(D M) / 2 while the hidden units are small: it grows with width.
+
+    Args:
+        dim: D.
+        hidden: the MLP's hidden width M.
+        tokens: how many random tokens to average over.
+        seed: the seed of the weights and the tokens.
+    """
+    torch.manual_seed(seed)
+    mlp = Mlp(dim=dim, hidden=hidden)
+    for lin in (mlp.fc1, mlp.fc2):
+        torch.nn.init.trunc_normal_(lin.weight, std=0.02)
+        torch.nn.init.zeros_(lin.bias)
+    x = torch.randn(tokens, dim)  # (T, D)
+    with torch.no_grad():
+        gain = mlp(x).norm(dim=-1) / x.norm(dim=-1)  # (T,)
+    return float(gain.median())
+
+
+@facts(chapter=0, id="mlp-silence")
+def mlp_silence(rec):
+    """The untrained MLP is nearly silent at D = 8 but not at ViT-B/16's width."""
+    face_cfg, b16 = preset("face"), preset("vit-b/16")
+    small = mlp_gain(face_cfg.dim, face_cfg.mlp_dim)
+    big = mlp_gain(b16.dim, b16.mlp_dim)
+    rec.fact("mlp_gain_face", small, "{:.4f}")
+    rec.fact("mlp_gain_b16", big, "{:.2f}")
+    rec.fact("mlp_gain_ratio", big / small, "{:.0f}")
+    return {"face": small, "b16": big}
+
+
+# --- the whole model on one page ----------------------------------------------------------------
+
+OVERVIEW_STAGES = [  # (box label, shape_trace stage whose shape leaves the box, colour key)
+    ("image", "image", "muted"),
+    ("patch embedding\nConv2d, kernel = stride = P", "patches", "blue"),
+    ("prepend the class token", "with_cls", "purple"),
+    ("add the position table", "with_pos", "purple"),
+    (
+        "L encoder blocks (L = 2 here, 12 in ViT-B/16)\nLN → MSA → +,  LN → MLP → +",
+        "blocks.i",
+        "orange",
+    ),
+    ("final LayerNorm", "encoded", "green"),
+    ("take row 0 (the class token)", "pooled", "green"),
+    ("linear head", "logits", "green"),
+]
+
+
+@figure(chapter=0, id="overview", size=(7.2, 5.4))
+def overview(rec):
+    """The forward pass as boxes and arrows, each arrow labelled with the shape it carries,
+    read from ``calc.shape_trace`` for the face model and for ViT-B/16."""
+    face_shapes = dict(shape_trace(preset("face")))
+    b16_shapes = dict(shape_trace(preset("vit-b/16")))
+    stages = [
+        (label, face_shapes[key], b16_shapes[key], color) for label, key, color in OVERVIEW_STAGES
+    ]
+    rec.fact("overview_stages", len(stages))
+    return {"stages": stages}
+
+
+@overview.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, ax = plot.subplots(v)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    stages = d["stages"]
+    n = len(stages)
+    ys = np.linspace(0.95, 0.05, n)
+    x0, width, height = 0.27, 0.44, 0.075
+    for i, (label, shape, b16, color) in enumerate(stages):
+        y = ys[i]
+        box = FancyBboxPatch(
+            (x0 - width / 2, y - height / 2), width, height,
+            boxstyle="round,pad=0.004,rounding_size=0.015", fc=c["bg"], ec=c[color], lw=1.6,
+        )  # fmt: skip
+        ax.add_patch(box)
+        ax.text(x0, y, label, ha="center", va="center", fontsize=8.5, color=c["fg"])
+        if i == n - 1:
+            continue
+        y_next = ys[i + 1]
+        ax.annotate(
+            "", xy=(x0, y_next + height / 2), xytext=(x0, y - height / 2),
+            arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 1.3},
+        )  # fmt: skip
+        mid = (y - height / 2 + y_next + height / 2) / 2
+        ax.text(x0 + 0.03, mid, f"{shape}", ha="left", va="center", fontsize=8.5,
+                color=c["fg"], family="monospace")  # fmt: skip
+        ax.text(x0 + 0.30, mid, f"ViT-B/16: {b16}", ha="left", va="center", fontsize=8,
+                color=c["muted"], family="monospace")  # fmt: skip
+    # the shape that leaves the last box
+    label, shape, b16, _ = stages[-1]
+    ax.text(x0 + width / 2 + 0.02, ys[-1], f"logits {shape}", ha="left", va="center",
+            fontsize=8.5, color=c["fg"], family="monospace")  # fmt: skip
+    ax.text(x0 + width / 2 + 0.02, ys[-1] - 0.04, f"ViT-B/16: {b16}", ha="left", va="center",
+            fontsize=8, color=c["muted"], family="monospace")  # fmt: skip
     return fig

@@ -87,7 +87,7 @@ def receptive_field(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.15, 2.6])
+    grid = fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
     titles = {1: "1 layer", 4: "4 layers", 16: "16 layers", "cnn": "SmallCNN unit"}
     for i, key in enumerate((1, 4, 16, "cnn")):
         ax = fig.add_subplot(grid[i // 2, i % 2])
@@ -102,6 +102,15 @@ def _(data, v):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(titles[key], fontsize=9, loc="center")
+    # one colour bar for the four maps: each is on a log scale relative to its own maximum
+    cax = fig.add_subplot(grid[:, 2])
+    bar = fig.colorbar(
+        plot.plt.cm.ScalarMappable(norm=plot.plt.Normalize(-12, 0), cmap="magma"), cax=cax
+    )
+    bar.set_ticks([-12, -8, -4, 0], labels=["10⁻¹²", "10⁻⁸", "10⁻⁴", "1"])
+    bar.ax.tick_params(labelsize=8)
+    bar.set_label("|gradient| / largest (black: 0)", fontsize=8)
+    bar.ax.yaxis.set_label_position("left")
     ax = fig.add_subplot(grid[:, 3])
     d, layers = data["d"], data["layers"]
     ax.step(d, layers, where="post", color=c["blue"])
@@ -338,4 +347,30 @@ def paper_data(rec):
     rec.fact("in1k_images", "1.3 million", text="1.3 million")
     rec.fact("in21k_images", "14 million", text="14 million")
     rec.fact("jft_images", "300 million", text="300 million")
+    # Both trained 300 epochs on ImageNet-1k: ViT's Table 3 / appendix B.1; DeiT section 6.
+    rec.fact("in1k_epochs", 300)
+    rec.fact("deit_res", 224)
+    rec.fact("deit_b_384", 83.1, "{:.1f}%")  # DeiT-B fine-tuned at 384 (Touvron et al., Table 7)
+    # ViT paper, Table 2: ImageNet top-1 and TPUv3-core-days of pre-training.
+    table2 = {
+        "h14_jft": (88.55, 2.5),
+        "l16_jft": (87.76, 0.68),
+        "l16_in21k": (85.30, 0.23),
+        "bit_l": (87.54, 9.9),
+        "noisy_student": (88.5, 12.3),
+    }
+    for name, (acc, days) in table2.items():
+        rec.fact(f"t2_{name}", acc, "{:.2f}%" if name != "noisy_student" else "{:.1f}%")
+        rec.fact(f"t2_{name}_days", days, "{:g}k")
+    rec.fact("t2_bit_over_h14_days", 9.9 / 2.5, "{:.1f}")  # computed from the table
+    # ViT paper, section 4.4 / Fig. 5: compute to reach the same transfer accuracy.
+    rec.fact("fig5_saving", "2-4", text="2–4")
+    rec.fact("jft_subset_small", "9 million", text="9 million")
+    rec.fact("jft_subset_large", "90 million", text="90 million")
+    # ViT paper, section 4.6 and appendix B.1.2: self-supervised masked patch prediction.
+    rec.fact("ssl_mask_share", 0.5, "{:.0%}")  # share of patch embeddings corrupted
+    rec.fact("ssl_b16", 79.9, "{:.1f}%")  # ImageNet top-1, ViT-B/16, after fine-tuning
+    rec.fact("ssl_gain_over_scratch", 2, "{:d}")  # percentage points, as the paper rounds them
+    rec.fact("ssl_gap_to_supervised", 4, "{:d}")
+    rec.fact("mae_mask_share", 0.75, "{:.0%}")  # MAE (He et al. 2022): patches masked
     return table5

@@ -6,6 +6,7 @@ import textwrap
 
 import numpy as np
 import torch
+from matplotlib import patheffects
 
 from vitbook import plot
 from vitbook.data.face import face, face_tensor
@@ -38,24 +39,32 @@ def _(data, v):
             data["image"],
             p,
             v,
-            numbers=True if p == 32 else "corners",
+            # at P = 8 a cell is too small for a readable number: say it below instead
+            numbers={8: False, 16: "corners", 32: True}[p],
             line_width=0.5 if p == 8 else 0.8,
         )
         ax.set_title(f"P = {p}: {rows}×{cols} = {rows * cols} patches", fontsize=10)
+        if p == 8:
+            ax.set_xlabel(f"patch 0 top left … patch {rows * cols - 1} bottom right", fontsize=8)
         if p == 32:
             continue
-        # the raster path through the first two rows: left to right, then back to the start
-        centres = [
-            (col * p + p / 2 - 0.5, r * p + p / 2 - 0.5) for r in range(2) for col in range(cols)
-        ]
-        xs, ys = zip(*centres, strict=True)
-        ax.plot(xs, ys, color=c["highlight"], lw=1.3, alpha=0.95)
-        ax.annotate(
-            "",
-            xy=centres[cols],
-            xytext=centres[cols - 1],
-            arrowprops={"arrowstyle": "->", "color": c["highlight"], "lw": 1.3},
-        )
+        # the raster path through the first two rows: each row left to right (arrowheads point
+        # the way the sequence runs), then a dashed jump back to the start of the next row
+
+        def centre(r: int, col: int, p: int = p) -> tuple[float, float]:
+            return col * p + p / 2 - 0.5, r * p + p / 2 - 0.5
+
+        halo = [patheffects.withStroke(linewidth=3.2, foreground="black", alpha=0.6)]
+        for r in range(2):
+            ax.annotate(
+                "",
+                xy=centre(r, cols - 1),
+                xytext=centre(r, 0),
+                arrowprops={"arrowstyle": "-|>", "color": c["highlight"], "lw": 1.6,
+                            "mutation_scale": 11, "path_effects": halo},
+            )  # fmt: skip
+        (x0, y0), (x1, y1) = centre(0, cols - 1), centre(1, 0)
+        ax.plot([x0, x1], [y0, y1], color=c["highlight"], lw=1.0, ls=(0, (3, 2)), alpha=0.9)
     return fig
 
 
@@ -155,16 +164,19 @@ def _(table, v):
     plot.label_line(ax, ps[-1], entries[-1], "attention entries\nper head, (N+1)²", c["orange"])
     plot.label_line(ax, ps[-1], tokens[-1], "tokens N", c["blue"])
     for p, name, dx, ha in (
-        (14, "ViT-H/14", -8, "right"),
-        (16, "ViT-B/16", 8, "left"),
-        (32, "ViT-B/32", 8, "left"),
+        (14, "ViT-H/14", -10, "right"),
+        (16, "ViT-B/16", 10, "left"),
+        (32, "ViT-B/32", 10, "left"),
     ):
+        # H/14 below-left of its point, the others above-right: no label crosses the line
+        dy, va = (-8, "top") if ha == "right" else (8, "bottom")
         ax.annotate(
             f"{name}: {table[p]['tokens']:,} tokens,\n{table[p]['entries']:,} entries",
             (p, table[p]["entries"]),
-            xytext=(dx, 10),
+            xytext=(dx, dy),
             textcoords="offset points",
             ha=ha,
+            va=va,
             fontsize=8,
             color=c["fg"],
         )

@@ -217,6 +217,25 @@ def _(d, v):
     return fig
 
 
+HELD_OUT = ("chelsea", "coffee")  # scikit-image photographs the components never saw
+
+
+def held_out_patches() -> torch.Tensor:
+    """Patches of two other scikit-image photographs (centre crops of IMAGE x IMAGE pixels, no
+    resampling), flattened like the face's: (2 * 196, 768) in [0, 1]."""
+    from skimage import data
+
+    out = []
+    for name in HELD_OUT:
+        img = getattr(data, name)()  # (H, W, 3) uint8, ships with scikit-image
+        h, w = img.shape[:2]
+        top, left = (h - IMAGE) // 2, (w - IMAGE) // 2
+        crop = torch.from_numpy(img[top : top + IMAGE, left : left + IMAGE].copy())
+        x = crop.permute(2, 0, 1)[None].double() / 255.0  # (1, 3, IMAGE, IMAGE)
+        out.append(patchify(x, P)[0])
+    return torch.cat(out)
+
+
 @figure(chapter=3, id="pca-rebuild", size=(7.2, 3.6))
 def pca_rebuild(rec):
     """One patch rebuilt from its first k components, and the error against k for all patches."""
@@ -229,6 +248,16 @@ def pca_rebuild(rec):
         approx = mean + scores @ comps[:k]  # (196, 768)
         rms = ((patches - approx) ** 2).mean(dim=1).sqrt()  # (196,)
         err[k] = (float(((patches[CHOSEN] - rebuilt[k]) ** 2).mean().sqrt()), float(rms.mean()))
+    # the same face components on patches they were not fitted to
+    other = held_out_patches()
+    held = {}
+    for k in KS:
+        approx = mean + ((other - mean) @ comps[:k].T) @ comps[:k]
+        held[k] = float(((other - approx) ** 2).mean(dim=1).sqrt().mean())
+    for k in (8, 64):
+        rec.fact(f"rms_heldout_k{k}", held[k], "{:.3f}")
+    rec.fact("rms_heldout_full", held[max(KS)], "{:.3f}")
+    rec.fact("heldout_patches", other.shape[0])
     rec.fact("chosen", CHOSEN)
     for k in (8, 16, 64):
         rec.fact(f"rms_chosen_k{k}", err[k][0], "{:.3f}")
@@ -241,7 +270,7 @@ def pca_rebuild(rec):
         return t.reshape(3, P, P).permute(1, 2, 0).clamp(0, 1).numpy()
 
     return {"original": img(patches[CHOSEN]), "rebuilt": {k: img(r) for k, r in rebuilt.items()},
-            "err": err, "image": face(IMAGE)}  # fmt: skip
+            "err": err, "held": held, "image": face(IMAGE)}  # fmt: skip
 
 
 @pca_rebuild.draw
@@ -269,10 +298,13 @@ def _(d, v):
     ks = [k for k in sorted(d["err"]) if k < max(KS)]  # at k = 195 the error is ~1e-15
     chosen = [d["err"][k][0] for k in ks]
     mean = [d["err"][k][1] for k in ks]
+    held = [d["held"][k] for k in ks]
     ax.plot(ks, mean, "o-", color=c["blue"], ms=4)
     ax.plot(ks, chosen, "o-", color=c["orange"], ms=4)
+    ax.plot(ks, held, "s--", color=c["green"], ms=3.5)
     plot.label_line(ax, ks[-1], mean[-1], "mean over\nall 196 patches", c["blue"])
     plot.label_line(ax, ks[-1], chosen[-1], f"patch {CHOSEN}", c["orange"])
+    plot.label_line(ax, ks[-1], held[-1], "held-out photos", c["green"])
     ax.set_xlim(0.8, 600)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

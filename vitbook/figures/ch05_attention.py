@@ -366,6 +366,12 @@ def why_scale(rec):
     rec.fact("flat_u_64", r["unscaled"]["flat_share"][i64], "{:.0%}")
     rec.fact("flat_s_max", r["scaled"]["flat_share"][hi], "{:.0%}")
     rec.fact("sqrt_dh_max", math.sqrt(dims[hi]), "{:.1f}")
+    # where the unscaled gradient collapses: the first head size whose median gradient is
+    # below half the scaled one (read from the data, not assumed)
+    gu, gs = r["unscaled"]["grad_norm"], r["scaled"]["grad_norm"]
+    c = next(i for i in range(len(dims)) if gu[i] < 0.5 * gs[i])
+    rec.fact("grad_collapse_dh", dims[c])
+    rec.fact("grad_u_collapse", gu[c], "{:.2g}")
     return r
 
 

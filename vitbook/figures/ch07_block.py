@@ -228,7 +228,10 @@ def _(d, v):
     fig, (ax, bx) = plot.subplots(v, 1, 2, width_ratios=[1.35, 1])
     x, B, T, D = d["x"], d["B"], d["T"], d["D"]
     lim = float(np.abs(x).max())
-    ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    im = ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+    bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.7, aspect=30, pad=0.02)
+    bar.set_label("value (seeded draws, a different spread and offset per feature)", fontsize=8)
+    bar.ax.tick_params(labelsize=8)
     ax.set_xticks(range(D), labels=[str(i) for i in range(D)])
     ax.set_yticks([b * T + T / 2 - 0.5 for b in range(B)], labels=[f"image {b}" for b in range(B)])
     ax.tick_params(length=0)
@@ -298,7 +301,7 @@ def _stack_blocks(init: str) -> nn.ModuleList:
             if init == "timm":
                 nn.init.trunc_normal_(m.weight, std=INIT_STD)  # the book's model (timm)
             else:
-                nn.init.xavier_uniform_(m.weight)  # the original Transformer's choice
+                nn.init.xavier_uniform_(m.weight)  # the paper's JAX code (models_vit.py)
             nn.init.zeros_(m.bias)
     return blocks
 
@@ -308,7 +311,8 @@ def gradient_profile(init: str, order: str) -> dict[str, list[float]]:
     enter it, for one seeded batch through a deep stack at initialisation.
 
     Args:
-        init: "timm" (std ``INIT_STD``) or "xavier".
+        init: "timm" (std ``INIT_STD``, the book's model) or "xavier" (uniform, as the official
+            JAX ViT initialises its Dense kernels).
         order: "pre" (ViT) or "post" (original Transformer), with the same modules.
     """
     blocks = _stack_blocks(init)
@@ -414,6 +418,16 @@ def gelu_minimum() -> tuple[float, float]:
     return float(res.x), float(res.fun)
 
 
+def gelu_tanh_gap() -> tuple[float, float]:
+    """Largest |GELU_tanh(x) - GELU(x)| on [-10, 10] (step 1e-5, float64) and the |x| where it
+    occurs. flax's ``nn.gelu`` (the paper's JAX code) defaults to the tanh form; timm and
+    ``torch.nn.GELU()`` use the exact erf form. Beyond |x| = 10 both agree to float64."""
+    x = torch.linspace(-10, 10, 2_000_001, dtype=torch.float64)
+    gap = (F.gelu(x, approximate="tanh") - F.gelu(x)).abs()
+    i = int(gap.argmax())
+    return gap[i].item(), abs(x[i].item())
+
+
 @figure(chapter=7, id="gelu-vs-relu", size=(7.2, 3.2))
 def gelu_vs_relu(rec):
     """GELU (exact erf form, as torch.nn.GELU computes it) and ReLU, values and slopes."""
@@ -427,8 +441,9 @@ def gelu_vs_relu(rec):
     x = torch.linspace(-4, 3, 701, dtype=torch.float64, requires_grad=True)
     y = F.gelu(x)
     (slope,) = torch.autograd.grad(y.sum(), x)
-    tanh_err = (F.gelu(x.detach(), approximate="tanh") - y.detach()).abs().max().item()
+    tanh_err, tanh_at = gelu_tanh_gap()
     rec.fact("gelu_tanh_max_err", tanh_err, "{:.1e}")
+    rec.fact("gelu_tanh_max_at", tanh_at, "{:.2f}")
     m1 = torch.tensor([-1.0], dtype=torch.float64, requires_grad=True)
     F.gelu(m1).backward()
     rec.fact("gelu_slope_m1", m1.grad.item(), "{:.3f}")
@@ -478,7 +493,11 @@ def _(d, v):
         -3.8, 0.9, "ReLU: slope 0 for x < 0,\n1 for x > 0", color=c["muted"], fontsize=8.5, va="top"
     )
     bx.text(
-        0.35, 0.45, "GELU: smooth,\nslightly negative\nfor x < 0", color=c["blue"], fontsize=8.5
+        0.35,
+        0.45,
+        f"GELU: smooth; negative\nfor x < {d['min'][0]:.2f}, positive\nbetween there and 0",
+        color=c["blue"],
+        fontsize=8.5,
     )
     bx.set_xlim(-4, 3)
     bx.set_ylim(-0.25, 1.25)
@@ -580,3 +599,17 @@ def block_equations(rec):
     diff = (out - z2).abs().max().item()
     rec.fact("eq_check_diff", diff, text="0" if diff == 0 else f"{diff:.0e}")
     return {"diff": (out - z2).abs().max().item()}
+
+
+@facts(chapter=7, id="paper-dropout")
+def paper_dropout(rec):
+    """Where ViT puts dropout and at what rate: the official code (vit_jax/models_vit.py) and
+    the paper's Table 3 (pre-training hyper-parameters)."""
+    table3 = {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}  # dropout rate by pre-training set
+    for data, rate in table3.items():
+        rec.fact(f"t3_dropout_{data}", rate, "{:g}")
+    cfg = preset("vit-b/16", pos_drop_rate=0.1, attn_drop_rate=0.0, proj_drop_rate=0.1)
+    block = Block(dim=cfg.dim, heads=cfg.heads, proj_drop=cfg.proj_drop_rate)
+    sites = [n for n, m in block.named_modules() if isinstance(m, nn.Dropout) and m.p > 0]
+    rec.fact("dropout_sites_per_block", len(sites))  # proj, after GELU, after fc2
+    return {"table3": table3, "sites": sites}

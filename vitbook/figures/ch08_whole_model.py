@@ -11,7 +11,14 @@ import numpy as np
 import torch
 
 from vitbook import plot
-from vitbook.calc import macs, param_breakdown, shape_trace, token_pairs, token_pairs_ratio
+from vitbook.calc import (
+    activation_floats,
+    macs,
+    param_breakdown,
+    shape_trace,
+    token_pairs,
+    token_pairs_ratio,
+)
 from vitbook.engine import facts, figure
 from vitbook.model import VisionTransformer, ViTConfig, preset
 
@@ -304,8 +311,13 @@ def _(rows, v):
     ax.set_xticks(s)
     ax.set_xlim(s[0] - 20, s[-1] + 110)
     ax.set_yscale("log")  # equal ratios, equal heights: the predictions are ratios
-    ax.set_ylim(min(ms + pm) * 0.6, max(pq) * 1.6)
-    ax.yaxis.set_major_formatter(plot.matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    lo, hi = min(ms + pm) * 0.6, max(pq) * 1.6
+    ax.set_ylim(lo, hi)
+    # plain numbers on the log axis (no 2 × 10¹): a 1-2-5 ladder, no minor labels
+    ladder = [m * 10**e for e in range(-1, 5) for m in (1, 2, 5)]
+    ticks = [t for t in ladder if lo <= t <= hi]
+    ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_xlabel("image side (pixels), patch size 16")
     ax.set_ylabel("time per image, batch 1 (ms, log scale)")
     ax.grid(True, axis="y", which="major")
@@ -389,6 +401,9 @@ def _(d, v):
     ax.stackplot(t, *parts, colors=[c["blue"], c["purple"], c["orange"]], alpha=0.85, lw=0)
     ax.set_xscale("log")
     ax.set_xlim(t[0], t[-1])
+    # plain numbers on the log axis (10, 100, 1,000 rather than powers of ten)
+    ax.xaxis.set_major_formatter(plot.matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.xaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_ylim(0, 1)
     ax.yaxis.set_major_formatter(plot.matplotlib.ticker.PercentFormatter(1.0))
     ink = "#ffffff" if not v.dark else "#111111"
@@ -408,3 +423,35 @@ def _(d, v):
                   " pixels", labelpad=14)  # fmt: skip
     ax.set_ylabel("share of one block's MACs")
     return fig
+
+
+@facts(chapter=8, id="pretraining-head")
+def pretraining_head(rec):
+    """The pre-training head (hidden layer + tanh, official ``pre_logits``) on ImageNet-21k's
+    21,843 classes, against the zero-initialised linear head of fine-tuning (1000 classes)."""
+    pre = param_breakdown(preset("vit-b/16", representation_size=768, num_classes=21843))
+    fine = param_breakdown(preset("vit-b/16"))
+    rec.fact("in21k_classes", 21843, "{:,}")
+    rec.fact("pre_logits_params_b16", pre["pre_logits"], "{:,}")
+    rec.fact("pretrain_head_params_b16", pre["pre_logits"] + pre["head"], "{:,}")
+    rec.fact("pretrain_total_b16", pre["total"], "{:,}")
+    rec.fact("finetune_head_params_b16", fine["head"], "{:,}")
+    return {"pre": pre, "fine": fine}
+
+
+# --8<-- [start:activation-memory]
+@facts(chapter=8, id="activation-memory")
+def activation_memory(rec):
+    """Numbers one image's forward pass leaves for the backward pass (``calc.activation_floats``),
+    per token and per image, ViT-B/16 at 224 and 384, in float32 megabytes."""
+    out = {}
+    for size in (224, 384):
+        a = activation_floats(preset("vit-b/16", image_size=size))
+        out[size] = a
+        rec.fact(f"act_per_token_{size}", a["per_token"], "{:,}")
+        rec.fact(f"act_attn_share_{size}", a["per_token_attn"] / a["per_token"], "{:.0%}")
+        rec.fact(f"act_mb_{size}", a["total"] * 4 / 2**20, "{:.0f}")
+    rec.fact("act_per_token_fixed", out[224]["per_token_fixed"], "{:,}")
+    rec.fact("act_ratio_384", out[384]["total"] / out[224]["total"], "{:.1f}")
+    return out
+    # --8<-- [end:activation-memory]
