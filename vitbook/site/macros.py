@@ -499,7 +499,7 @@ def on_post_build(env: Any) -> None:
 
     conf = env.conf
     for src in notebook_sources(conf.get("nav")):
-        stem = Path(src).stem
-        out = Path(conf["site_dir"]) / stem / f"{stem}.ipynb"
+        stem = Path(src).with_suffix("")  # notebooks/ch02-patches: the page's folder
+        out = Path(conf["site_dir"]) / stem / f"{stem.name}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         jupytext.write(jupytext.read(Path(conf["docs_dir"]) / src), out)
