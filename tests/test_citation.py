@@ -363,3 +363,19 @@ def test_references_page_reads_cleanly(env):
     assert "UCI Machine Learning Repository." in text
     assert "(accessed 2026-11-29)" in text
     assert html.count("<li id=") == len(book.bibliography(str(DOCS / "references.bib")))
+
+
+def test_zenodo_metadata_agrees_with_citation_cff(cff):
+    """``.zenodo.json`` (read by Zenodo when a GitHub release is archived) says what
+    CITATION.cff says: title, version, authors, licence of the text, keywords."""
+    import json
+
+    zenodo = json.loads((ROOT / ".zenodo.json").read_text())
+    assert zenodo["title"] == cff["title"]
+    assert zenodo["version"] == cff["version"]
+    assert [c["name"] for c in zenodo["creators"]] == [a["name"] for a in cff["authors"]]
+    assert zenodo["license"] == cff["preferred-citation"]["license"].lower()
+    assert zenodo["upload_type"] == "publication" and zenodo["publication_type"] == "book"
+    assert set(zenodo["keywords"]) == set(cff["keywords"])
+    ids = {r["identifier"] for r in zenodo["related_identifiers"]}
+    assert cff["url"] in ids and cff["repository-code"] in ids
