@@ -24,7 +24,11 @@
       if (section.contains(details)) continue;
       k += 1;
       const summary = details.querySelector(":scope > summary");
-      const n = label(summary, k);
+      // a solution placed in item n of a numbered list is the solution of exercise n
+      const li = details.closest("li");
+      const list = li && li.parentElement;
+      const n = list && list.tagName === "OL" ? String([...list.children].indexOf(li) + 1)
+        : label(summary, k);
       const id = `${prefix}-${n}`;
       const item = document.createElement("div");
       item.className = "vb-print-answer";
