@@ -15,6 +15,8 @@ from vitbook.model import preset
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 WITH_SOLUTIONS = [
+    "00-see-it-in-action.md",
+    "09-training.md",
     "02-patches.md",
     "03-patch-embedding.md",
     "07-encoder-block.md",
@@ -84,3 +86,22 @@ def test_chapter7_and_8_solution_numbers():
     m = calc.macs(preset("vit-b/16", image_size=384))
     assert f8["sol_ex2_gmacs_384"] == m["total"] / 1e9
     assert f8["sol_ex2_attn_share"] > f8["sol_ex2_attn_share_224"]  # T^2 grows faster
+
+
+def test_strict_false_does_not_forgive_a_position_table_of_another_shape():
+    """Chapter 9, exercise 3's solution: ``strict=False`` ignores missing and unexpected keys,
+    but a ``pos_embed`` of another grid still raises, so a model that "works" kept its own."""
+    import dataclasses
+
+    from vitbook.model import VisionTransformer
+    from vitbook.runs import SHAPES_CFG
+
+    small = VisionTransformer(cfg=SHAPES_CFG)
+    large = VisionTransformer(cfg=dataclasses.replace(SHAPES_CFG, image_size=48))
+    with pytest.raises(RuntimeError, match="size mismatch for pos_embed"):
+        large.load_state_dict(small.state_dict(), strict=False)
+    state = {k: v for k, v in small.state_dict().items() if k != "pos_embed"}
+    before = large.pos_embed.detach().clone()
+    result = large.load_state_dict(state, strict=False)
+    assert result.missing_keys == ["pos_embed"]
+    assert torch.equal(large.pos_embed, before)  # the fresh table, untouched
