@@ -365,7 +365,7 @@ def normalise(
         __import__("pypdf").generic.DictionaryObject(info)
     )
     for title, page_no in bookmarks or []:
-        writer.add_outline_item(title, page_no - 1)
+        writer.add_outline_item(title=title, page_number=page_no - 1)
     digest = hashlib.md5(pdf, usedforsecurity=False).digest()  # noqa: S324 - an identifier
     writer._ID = ArrayObject([ByteStringObject(digest), ByteStringObject(digest)])  # noqa: SLF001
     out = io.BytesIO()
