@@ -1,6 +1,7 @@
 """Sessions to build, serve, test and lint the book. Each installs what it needs, pinned.
 
 nox -s book       figures (only what is stale), then the site into site/
+nox -s pdf        the book, then the printed edition into site/pdf/ (Chromium, offline)
 nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
 nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
@@ -41,6 +42,15 @@ def book(session: nox.Session) -> None:
     install(session)
     session.run("python", "-m", "vitbook", "figures", env=ENV)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+
+
+@nox.session(python=PYTHON)
+def pdf(session: nox.Session) -> None:
+    """The site, then site/pdf/vitbook.pdf and one PDF per chapter (Debian's chromium)."""
+    install(session)
+    session.run("python", "-m", "vitbook", "figures", env=ENV)
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+    session.run("python", "-m", "vitbook.site.pdf", "site", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHON)

@@ -33,6 +33,17 @@
 # Download this notebook with the button at the top of the page and run it yourself.
 
 # %%
+# Install the book's package, at the version of this book, unless it is already installed
+# (on Colab or a fresh machine; see the README).
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %%
 import math
 import time
 

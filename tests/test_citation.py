@@ -208,8 +208,12 @@ def test_cite_box_carries_version_chapter_and_url(env):
     assert box.startswith('!!! quote "Cite this chapter"')
     assert "@incollection{vitbook-ch02," in box
     assert "title     = {Chapter 2: From image to sequence}" in box
-    assert "edition   = {0.1.0}" in box
+    assert "version   = {0.1.0}" in box and "note      = {Version 0.1.0}" in box
+    assert "edition" not in box  # styles print an edition as "0.1.0 edition"
+    assert re.search(r"urldate   = \{\d{4}-\d\d-\d\d\}", box)
     assert "https://vitbook.github.io/vitbook/02-patches/" in box
+    # the chapter's PDF (vitbook/site/pdf.py prints it under this name) and the book's
+    assert 'href="../pdf/ch02-patches.pdf"' in box and 'href="../pdf/vitbook.pdf"' in box
 
 
 def test_cite_box_outside_a_chapter_fails(env):
@@ -223,7 +227,7 @@ def test_cite_figure_and_equation_give_number_and_anchor(env):
     fig = env.macros["cite_figure"]("ch02/patch-grids")
     assert "Figure 2.1, in Chapter 2: From image to sequence: patches" in fig
     assert "https://vitbook.github.io/vitbook/02-patches/#fig-patch-grids" in fig
-    assert "note      = {Figure 2.1}" in fig
+    assert "note      = {Figure 2.1; version 0.1.0}" in fig
     eq = env.macros["cite_figure"]("ch02/patch-count")
     assert "Eq. 2.1" in eq and "#eq-patch-count" in eq
     with pytest.raises(BookError):
@@ -297,3 +301,81 @@ def test_mkdocs_build_fails_on_unknown_citation(tmp_path, key, fails):
         assert "unknown citation 'unknown2020'" in run.stderr + run.stdout
     else:
         assert "Known, 2020" in (tmp_path / "site" / "index.html").read_text()
+
+
+# --- the BibTeX reader (pybtex) ---------------------------------------------------------------
+
+ONE_LINE = (
+    "@inproceedings{bare2021, author = {Doe, Jane and van der Berg, Piet}, title = {One Line},"
+    " booktitle = iclr, year = 2021, url = {https://example.org/a_b}}"
+)
+AWKWARD_BIB = r"""
+@string{iclr = "International Conference on Learning Representations"}
+
+
+@article{wrapped2019,
+  author  = {J{\'e}gou, Herv{\'e} and Sch{\"o}nberger, Johannes L. and others},
+  title   = {A Title Wrapped
+             over Two Lines with {GELUs}},
+  journal = "Journal",
+  year    = {2019},
+  note    = {as load\_digits}
+}
+
+@misc{plain2020,
+  title = {No author}, year = {2020}, howpublished = {GitHub repository},
+  url = {https://example.org}, urldate = {2026-11-29}
+}
+"""
+
+
+def test_bibtex_reader_handles_bare_years_wrapped_fields_and_one_line_entries(tmp_path):
+    path = tmp_path / "refs.bib"
+    path.write_text(AWKWARD_BIB.replace("\n\n", "\n\n" + ONE_LINE + "\n\n", 1), encoding="utf-8")
+    book.bibliography.cache_clear()
+    bib = book.bibliography(str(path))
+    assert sorted(bib) == ["bare2021", "plain2020", "wrapped2019"]
+    one = bib["bare2021"]
+    assert one["year"] == "2021" and one["title"] == "One Line"
+    assert one["booktitle"] == "International Conference on Learning Representations"
+    assert one["url"] == "https://example.org/a_b"
+    assert one["author"] == "Doe, Jane and van der Berg, Piet"
+    wrapped = bib["wrapped2019"]
+    assert wrapped["title"] == "A Title Wrapped over Two Lines with GELUs"
+    assert wrapped["author"].startswith("Jégou, Hervé and Schönberger, Johannes L.")
+    assert wrapped["note"] == "as load_digits"
+    assert wrapped["type"] == "article" and bib["plain2020"]["urldate"] == "2026-11-29"
+
+
+def test_bibtex_reader_names_the_broken_line(tmp_path):
+    path = tmp_path / "broken.bib"
+    path.write_text("@article{x,\n  title = {unclosed,\n  year = 2020\n", encoding="utf-8")
+    book.bibliography.cache_clear()
+    with pytest.raises(BookError, match="broken.bib"):
+        book.bibliography(str(path))
+
+
+def test_references_page_reads_cleanly(env):
+    html = env.macros["references"]()
+    text = re.sub(r"<[^>]+>", "", html)
+    assert ". ." not in text and "\\_" not in text and "{" not in text
+    assert "load_digits" in text and "Jégou" in text and "van der Walt" in text
+    assert "UCI Machine Learning Repository." in text
+    assert "(accessed 2026-11-29)" in text
+    assert html.count("<li id=") == len(book.bibliography(str(DOCS / "references.bib")))
+
+
+def test_zenodo_metadata_agrees_with_citation_cff(cff):
+    """``.zenodo.json`` (read by Zenodo when a GitHub release is archived) says what
+    CITATION.cff says: title, version, authors, licence of the text, keywords."""
+    import json
+
+    zenodo = json.loads((ROOT / ".zenodo.json").read_text())
+    assert zenodo["title"] == cff["title"]
+    assert zenodo["version"] == cff["version"]
+    assert [c["name"] for c in zenodo["creators"]] == [a["name"] for a in cff["authors"]]
+    assert zenodo["license"] == cff["preferred-citation"]["license"].lower()
+    assert zenodo["upload_type"] == "publication" and zenodo["publication_type"] == "book"
+    assert set(zenodo["keywords"]) == set(cff["keywords"])
+    ids = {r["identifier"] for r in zenodo["related_identifiers"]}
+    assert cff["url"] in ids and cff["repository-code"] in ids

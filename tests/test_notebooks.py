@@ -1,18 +1,24 @@
-"""The lab and the practice notebook: well-formed, and they run and reach their results.
+"""The lab, the practice notebook and the chapter notebooks: well-formed, and they run.
 
-They are kept in Git as jupytext percent scripts (``docs/*.py``); the slow tests convert them
-with jupytext and execute them with nbclient, exactly as mkdocs-jupyter does for the site.
+They are kept in Git as jupytext percent scripts (``docs/*.py``, ``docs/notebooks/*.py``),
+each with an ``.ipynb`` twin for Colab; the slow tests convert them with jupytext and execute
+them with nbclient, exactly as mkdocs-jupyter does for the site, each notebook once per run.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import jupytext
 import pytest
 
+from vitbook.site import notebooks as twins
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+CHAPTER_NOTEBOOKS = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.glob("notebooks/ch*.py"))
+VERSION = tomllib.loads((DOCS.parent / "pyproject.toml").read_text())["project"]["version"]
 
 
 def read(name: str):
@@ -94,3 +100,42 @@ def test_practice_runs_with_its_outputs():
     assert images_in(nb) == 3  # shuffle accuracy, CLS attention, learning-rate curves
     in_order = re.search(r"in order: with positions ([\d.]+)%, without ([\d.]+)%", out)
     assert float(in_order.group(1)) > float(in_order.group(2))
+
+
+# --- install cells, Colab twins, one notebook per chapter ------------------------------------
+
+
+def test_every_chapter_has_a_notebook():
+    chapters = sorted(p.stem for p in DOCS.glob("[0-9][0-9]-*.md"))
+    assert [f"notebooks/ch{c}.py" for c in chapters] == CHAPTER_NOTEBOOKS
+    assert len(CHAPTER_NOTEBOOKS) == 11
+
+
+@pytest.mark.parametrize("name", ["lab-tinyvit8.py", "practice.py", *CHAPTER_NOTEBOOKS])
+def test_first_code_cell_installs_the_book_at_its_version(name):
+    code = [c for c in read(name).cells if c.cell_type == "code"]
+    first = code[0].source
+    assert f"vitbook @ git+https://github.com/vitbook/vitbook@v{VERSION}" in first
+    assert 'find_spec("vitbook") is None' in first  # installed copies (tests, site) skip it
+    assert "pip" in first and "install" in first
+
+
+def test_colab_twins_are_in_sync():
+    """Each notebook's .ipynb (what Colab opens) is the jupytext conversion of its source."""
+    stale = [
+        src.name
+        for src in twins.sources()
+        if not src.with_suffix(".ipynb").exists()
+        or src.with_suffix(".ipynb").read_text(encoding="utf-8") != twins.twin_text(src)
+    ]
+    assert not stale, f"run `python -m vitbook.site.notebooks`: {stale}"
+    assert len(twins.sources()) == 13
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTER_NOTEBOOKS)
+def test_chapter_notebook_runs(name):
+    nb = execute(name)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors
+    assert text_of(nb).strip(), f"{name} printed nothing"

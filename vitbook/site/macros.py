@@ -118,18 +118,53 @@ def numbering(docs_dir: str) -> dict[str, tuple[str, str, str]]:
     return labels
 
 
+def latex_to_text(value: str) -> str:
+    """BibTeX field text as a reader sees it: accents decoded (``J{\\'e}gou`` -> Jégou),
+    ``\\_`` -> ``_``, the braces that protect capitals dropped."""
+    import codecs
+
+    import latexcodec  # noqa: F401 - registers the "ulatex" codec
+
+    text = codecs.decode(value, "ulatex")
+    return re.sub(r"\s+", " ", re.sub(r"[{}]", "", text)).strip()
+
+
 @cache
-def bibliography(path: str) -> dict[str, dict[str, str]]:
-    """A small BibTeX reader: ``key -> fields`` (enough for the book's own references file)."""
-    text = Path(path).read_text(encoding="utf-8")
-    entries = {}
-    for m in re.finditer(r"@(\w+)\s*\{\s*([^,\s]+)\s*,(.*?)\n\}", text, re.S):
-        fields = {
-            k.lower(): re.sub(r"[{}]", "", v).strip()
-            for k, v in re.findall(r"(\w+)\s*=\s*[{\"](.*?)[}\"],?\s*$", m.group(3), re.M)
+def bibliography(path: str) -> dict[str, dict[str, Any]]:
+    """``docs/references.bib`` read by pybtex: ``key -> fields``, as plain text.
+
+    Every field is a string (``author`` keeps BibTeX's "Last, First and ..." form, decoded);
+    ``persons`` lists the authors as ``(last name with its von part, first names)``; ``type``
+    is the entry type; ``url`` is left exactly as written. A file that is not valid BibTeX fails
+    with pybtex's message, naming the line."""
+    from pybtex.database import parse_file
+    from pybtex.scanner import PybtexError
+
+    try:
+        data = parse_file(path, bib_format="bibtex")
+    except PybtexError as exc:
+        raise BookError(f"{path}: {exc}") from None
+    entries: dict[str, dict[str, Any]] = {}
+    for key, entry in data.entries.items():
+        fields: dict[str, Any] = {
+            k.lower(): (v.strip() if k.lower() == "url" else latex_to_text(v))
+            for k, v in entry.fields.items()
         }
-        fields["type"] = m.group(1).lower()
-        entries[m.group(2)] = fields
+        people = entry.persons.get("author", [])
+        persons = [
+            (
+                latex_to_text(" ".join(p.prelast_names + p.last_names)),
+                latex_to_text(" ".join(p.first_names + p.middle_names)),
+            )
+            for p in people
+        ]
+        if people:
+            fields["author"] = " and ".join(
+                f"{last}, {first}" if first else last for last, first in persons
+            )
+        fields["persons"] = persons
+        fields["type"] = entry.type.lower()
+        entries[key] = fields
     return entries
 
 
@@ -274,6 +309,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         return "(" + "; ".join(parts) + ")"
 
     authors = extra.get("authors", "The vitbook authors")
+    from vitbook.site.pdf import book_date  # the last commit's date: the same on a rebuild
+
+    urldate = book_date(Path(env.project_dir)).isoformat()
     book = conf.get("site_name", "vitbook")
     year = extra.get("year", "2026")
 
@@ -307,10 +345,13 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f"  author    = {{{{{authors}}}}},\n"
             f"  title     = {{Chapter {n}: {title}}},\n"
             f"  booktitle = {{{book}}},\n"
-            f"  edition   = {{{version}}},\n"
+            f"  publisher = {{Self-published}},\n"
             f"  year      = {{{year}}},\n"
-            + (f"  note      = {{{note}}},\n" if note else "")
-            + f"  url       = {{{url}}}\n}}"
+            f"  version   = {{{version}}},\n"
+            + (f"  note      = {{{note}; version {version}}},\n" if note else "")
+            + (f"  note      = {{Version {version}}},\n" if not note else "")
+            + f"  url       = {{{url}}},\n"
+            f"  urldate   = {{{urldate}}}\n}}"
         )
         what = f"{note}, in Chapter {n}" if note else f"Chapter {n}"
         plain = (
@@ -338,7 +379,15 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         """The 'Cite this chapter' box: BibTeX and plain text with version and URL."""
         n, src = current()
         plain, bib = chapter_citation(n, src, env.page.title or src, f"vitbook-ch{n:02d}")
-        return box("Cite this chapter", plain, bib)
+        stem = Path(src).stem  # the PDF that `nox -s pdf` prints (vitbook/site/pdf.py)
+        pdf = f"ch{stem[:2]}-{stem[3:]}.pdf"
+        link = (
+            f'<a class="vb-pdf-link" href="{rel("pdf/" + pdf)}" type="application/pdf">'
+            f"PDF of this chapter</a> (version {version}, with the answers in an appendix); "
+            f'<a class="vb-pdf-link" href="{rel("pdf/vitbook.pdf")}" type="application/pdf">'
+            f"the whole book</a>."
+        )
+        return box("Cite this chapter", plain, bib) + f"\n    {link}\n"
 
     @env.macro
     def cite_chapter(n: int) -> str:
@@ -378,9 +427,12 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f"@book{{vitbook,\n"
             f"  author    = {{{{{authors}}}}},\n"
             f"  title     = {{{book}}},\n"
-            f"  edition   = {{{version}}},\n"
+            f"  publisher = {{Self-published}},\n"
             f"  year      = {{{year}}},\n"
-            f"  url       = {{{site_url}}}\n}}"
+            f"  version   = {{{version}}},\n"
+            f"  note      = {{Version {version}}},\n"
+            f"  url       = {{{site_url}}},\n"
+            f"  urldate   = {{{urldate}}}\n}}"
         )
         plain = f"{authors} ({year}). <em>{book}</em> (version {version}). {site_url}"
         return box("Citing the book", plain, bib)
@@ -401,20 +453,47 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     @env.macro
     def references() -> str:
-        """Every entry of ``docs/references.bib``, each with an anchor that citations link to."""
+        """Every entry of ``docs/references.bib``, each with an anchor that citations link to:
+        authors (initials), year, title, venue or how it was published, note, link."""
         bib = bibliography(str(Path(docs_dir) / "references.bib"))
+
+        def names(e: dict[str, Any]) -> str:
+            people = []
+            for last, first in e.get("persons", []):
+                if last.lower() == "others":
+                    people.append("et al.")
+                    continue
+                initials = " ".join(
+                    "-".join(part[0] + "." for part in word.split("-") if part)
+                    for word in first.split()
+                )
+                people.append(f"{last}, {initials}" if initials else last)
+            if len(people) > 1 and people[-1] != "et al.":
+                return ", ".join(people[:-1]) + " and " + people[-1]
+            return ", ".join(people).replace(", et al.", " et al.")
+
+        def sentence(text: str) -> str:
+            text = text.strip()
+            return text if not text or text[-1] in ".?!" else text + "."
+
         items = []
-        for key, e in sorted(bib.items(), key=lambda kv: kv[1].get("author", kv[0]).lower()):
+        order = sorted(bib.items(), key=lambda kv: (kv[1].get("author", kv[0]).lower(), kv[0]))
+        for key, e in order:
             venue = e.get("booktitle") or e.get("journal") or e.get("howpublished") or ""
-            note = f" {e['note']}." if e.get("note") else ""
+            parts = [
+                f"<strong>{html.escape(names(e) or key)}</strong> ({e.get('year', 'n.d.')}).",
+                html.escape(sentence(e.get("title", key))),
+            ]
+            if venue:
+                parts.append(f"<em>{html.escape(sentence(venue))}</em>")
+            if e.get("note"):
+                parts.append(html.escape(sentence(e["note"])))
             url = e.get("url", "")
-            link = f' <a href="{url}">{html.escape(url)}</a>' if url else ""
-            items.append(
-                f'<li id="{key}"><strong>{html.escape(e.get("author", ""))}</strong> '
-                f"({e.get('year', 'n.d.')}). {html.escape(e.get('title', key))}. "
-                f"<em>{html.escape(venue)}</em>.{note}{link} "
-                f"<code>{key}</code></li>"
-            )
+            if url:
+                parts.append(f'<a href="{html.escape(url)}">{html.escape(url)}</a>')
+            if e.get("urldate"):
+                parts.append(f"(accessed {html.escape(e['urldate'])})")
+            items.append(f'<li id="{key}">{" ".join(parts)} <code>{key}</code></li>')
         return '<ol class="vb-references">\n' + "\n".join(items) + "\n</ol>"
 
     env.variables["book_version"] = version
@@ -445,7 +524,7 @@ def on_post_build(env: Any) -> None:
 
     conf = env.conf
     for src in notebook_sources(conf.get("nav")):
-        stem = Path(src).stem
-        out = Path(conf["site_dir"]) / stem / f"{stem}.ipynb"
+        stem = Path(src).with_suffix("")  # notebooks/ch02-patches: the page's folder
+        out = Path(conf["site_dir"]) / stem / f"{stem.name}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         jupytext.write(jupytext.read(Path(conf["docs_dir"]) / src), out)

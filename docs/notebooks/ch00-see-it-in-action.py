@@ -1,0 +1,55 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook for Chapter 0: See it in action
+#
+# The companion of [Chapter 0](../../00-see-it-in-action/) of *Vision Transformers, Computed*. It
+# recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
+# under two minutes. Download it with the button at the top of its page, or open it in Colab
+# with the Colab button; the first cell installs `vitbook` at this book's version if it is
+# missing.
+
+# %%
+# Install the book's package, at the version of this book, unless it is already installed.
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %% [markdown]
+# ## One image through the tiny ViT
+#
+# `run_face_model` builds the chapter's model (a $224 \times 224$ face, patches of 32 pixels),
+# sets its weights by hand from the face and runs it once, keeping every stage.
+
+# %%
+import torch
+
+from vitbook.figures.ch00_see_it import run_face_model
+
+model, out, basis = run_face_model()
+for name in ("patches", "with_cls", "with_pos", "encoded", "pooled", "logits"):
+    print(f"{name:10s} {tuple(out[name].shape)}")
+print("attention per block:", [tuple(a.shape) for a in out["attn"]])
+print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+assert out["patches"].shape == (1, 49, 8) and out["with_cls"].shape == (1, 50, 8)
+
+# %% [markdown]
+# Every row of an attention matrix is a probability distribution over the 50 tokens:
+
+# %%
+for k, a in enumerate(out["attn"], 1):
+    print(f"block {k}: rows sum to one:", torch.allclose(a.sum(-1), torch.ones(())))
+cls_row = out["attn"][0][0, 0, 0, 1:]  # block 1, head 1, the class token's row, patches only
+print("patch the class token looks at most in block 1, head 1:", int(cls_row.argmax()))

@@ -1,0 +1,50 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook for Chapter 1: Why a transformer for images?
+#
+# The companion of [Chapter 1](../../01-why-transformers/) of *Vision Transformers, Computed*. It
+# recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
+# under two minutes. Download it with the button at the top of its page, or open it in Colab
+# with the Colab button; the first cell installs `vitbook` at this book's version if it is
+# missing.
+
+# %%
+# Install the book's package, at the version of this book, unless it is already installed.
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %% [markdown]
+# ## How far a stack of convolutions sees
+#
+# The receptive field of $L$ stacked $3 \times 3$ convolutions (stride 1) is $2L + 1$
+# pixels wide. `plain_stack_footprints` measures it from the gradient of one output pixel.
+
+# %%
+from vitbook.figures.ch01_why import plain_stack_footprints, small_cnn_footprint
+
+widths, maps = plain_stack_footprints(depth=6)
+for layers, width in enumerate(widths, 1):
+    print(f"{layers} layers: {width} pixels (2L+1 = {2 * layers + 1})")
+assert widths == [2 * k + 1 for k in range(1, len(widths) + 1)]
+
+# %%
+width, _ = small_cnn_footprint()
+print(f"the chapter's SmallCNN (with pooling) sees {width} pixels")
+
+# %% [markdown]
+# A self-attention layer, by contrast, relates every patch to every other one in a single
+# layer: its "receptive field" is the whole image from block 1 on.

@@ -1,0 +1,63 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook for Chapter 3: Patch embedding
+#
+# The companion of [Chapter 3](../../03-patch-embedding/) of *Vision Transformers, Computed*. It
+# recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
+# under two minutes. Download it with the button at the top of its page, or open it in Colab
+# with the Colab button; the first cell installs `vitbook` at this book's version if it is
+# missing.
+
+# %%
+# Install the book's package, at the version of this book, unless it is already installed.
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %% [markdown]
+# ## A strided convolution is a linear map on flattened patches
+
+# %%
+import torch
+
+from vitbook.figures.ch03_patch_embedding import embed_linear, embed_naive, embed_wrong_order
+
+torch.manual_seed(0)
+proj = torch.nn.Conv2d(3, 192, kernel_size=16, stride=16)
+images = torch.randn(2, 3, 64, 64)
+with torch.no_grad():
+    conv = proj(images).flatten(2).transpose(1, 2)
+    linear = embed_linear(images, proj, 16)
+    naive = embed_naive(images, proj.weight.reshape(192, -1), proj.bias, 16)
+    wrong = embed_wrong_order(images, proj, 16)
+print("conv vs linear:", (conv - linear).abs().max().item())
+print("conv vs loop:  ", (conv - naive).abs().max().item())
+print("conv vs wrong flattening order:", (conv - wrong).abs().max().item())
+assert torch.allclose(conv, linear, atol=1e-5) and torch.allclose(conv, naive, atol=1e-5)
+assert not torch.allclose(conv, wrong, atol=1e-3)
+
+# %% [markdown]
+# ## What the embedding costs in ViT-B/16
+
+# %%
+from vitbook import calc
+from vitbook.model import preset
+
+m = calc.macs(preset("vit-b/16"))
+print(
+    f"patch embedding: {m['patch_embed']:,} multiply-adds of {m['total']:,}"
+    f" ({m['patch_embed'] / m['total']:.1%})"
+)

@@ -1,0 +1,53 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook for Chapter 7: The encoder block
+#
+# The companion of [Chapter 7](../../07-encoder-block/) of *Vision Transformers, Computed*. It
+# recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
+# under two minutes. Download it with the button at the top of its page, or open it in Colab
+# with the Colab button; the first cell installs `vitbook` at this book's version if it is
+# missing.
+
+# %%
+# Install the book's package, at the version of this book, unless it is already installed.
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %% [markdown]
+# ## Parameters of one block: $12D^2 + 13D$
+
+# %%
+from vitbook import calc
+from vitbook.model import preset
+
+for name in ("vit-b/16", "vit-l/16", "vit-h/14"):
+    cfg = preset(name)
+    block = calc.param_breakdown(cfg)["block"]
+    print(
+        f"{name}: D = {cfg.dim}, one block has {block:,} parameters;"
+        f" 12D^2 + 13D = {12 * cfg.dim**2 + 13 * cfg.dim:,}"
+    )
+    assert block == 12 * cfg.dim**2 + 13 * cfg.dim
+
+# %% [markdown]
+# ## GELU dips below zero, ReLU does not
+
+# %%
+from vitbook.figures.ch07_block import gelu_minimum
+
+x_min, y_min = gelu_minimum()
+print(f"GELU's minimum: {y_min:.4f} at x = {x_min:.4f}")

@@ -1,0 +1,50 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Notebook for Chapter 8: The whole model
+#
+# The companion of [Chapter 8](../../08-whole-model/) of *Vision Transformers, Computed*. It
+# recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
+# under two minutes. Download it with the button at the top of its page, or open it in Colab
+# with the Colab button; the first cell installs `vitbook` at this book's version if it is
+# missing.
+
+# %%
+# Install the book's package, at the version of this book, unless it is already installed.
+import importlib.util
+import subprocess
+import sys
+
+VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+if importlib.util.find_spec("vitbook") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+
+# %% [markdown]
+# ## Parameters and compute of the paper's models
+
+# %%
+from vitbook import calc
+from vitbook.model import preset
+
+for name in ("vit-b/16", "vit-l/16", "vit-h/14"):
+    cfg = preset(name)
+    params = calc.param_breakdown(cfg)["total"]
+    gmacs = calc.macs(cfg)["total"] / 1e9
+    print(f"{name}: {params / 1e6:.1f} M parameters, {gmacs:.1f} GMACs at {cfg.image_size} px")
+
+# %% [markdown]
+# ## Higher resolution: more tokens, many more pairs
+
+# %%
+b16 = preset("vit-b/16")
+print("token pairs at 384 px vs 224 px:", round(calc.token_pairs_ratio(b16, 384), 2))
+for step, shape in calc.shape_trace(b16):
+    print(f"{step:28s} {shape}")
