@@ -379,3 +379,16 @@ def test_zenodo_metadata_agrees_with_citation_cff(cff):
     assert set(zenodo["keywords"]) == set(cff["keywords"])
     ids = {r["identifier"] for r in zenodo["related_identifiers"]}
     assert cff["url"] in ids and cff["repository-code"] in ids
+
+
+def test_in_text_citations_name_one_two_or_first_author_et_al() -> None:
+    from vitbook.site.macros import short_authors
+
+    one = {"persons": [("Vaswani", "Ashish")]}
+    two = {"persons": [("Abnar", "Samira"), ("Zuidema", "Willem")]}
+    many = {"persons": [("Dosovitskiy", "Alexey"), ("Beyer", "Lucas"), ("Kolesnikov", "A.")]}
+    assert short_authors(one) == "Vaswani"
+    assert short_authors(two) == "Abnar &amp; Zuidema"
+    assert short_authors(many) == "Dosovitskiy et al."
+    bib = book.bibliography(str(Path("docs/references.bib")))
+    assert short_authors(bib["abnar2020"]) == "Abnar &amp; Zuidema"

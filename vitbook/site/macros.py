@@ -168,6 +168,16 @@ def bibliography(path: str) -> dict[str, dict[str, Any]]:
     return entries
 
 
+def short_authors(entry: dict[str, Any]) -> str:
+    """Authors as an author-year citation names them: "Smith", "Smith & Jones", "Smith et al."."""
+    names = [last for last, _first in entry.get("persons", [])] or [
+        entry.get("author", "Anon").split(",")[0].strip()
+    ]
+    if len(names) == 2:
+        return f"{names[0]} &amp; {names[1]}"
+    return names[0] + (" et al." if len(names) > 2 else "")
+
+
 def anchor(key: str, kind: str) -> str:
     """The HTML id of a figure or equation: ``ch02/patch-grids`` -> ``fig-patch-grids``."""
     return ("fig-" if kind == "figure" else "eq-") + key.split("/", 1)[1]
@@ -300,11 +310,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
                     f"add it to docs/references.bib"
                 )
             e = bib[key]
-            first = e.get("author", "Anon").split(" and ")[0].split(",")[0].strip()
-            etal = " et al." if " and " in e.get("author", "") else ""
             parts.append(
                 f'<a class="vb-cite" href="{rel("references/")}#{key}">'
-                f"{first}{etal}, {e.get('year', 'n.d.')}</a>"
+                f"{short_authors(e)}, {e.get('year', 'n.d.')}</a>"
             )
         return "(" + "; ".join(parts) + ")"
 
