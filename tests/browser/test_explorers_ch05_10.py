@@ -1,0 +1,319 @@
+"""The explorers of Chapters 5-10 in headless Chromium: they mount, answer mouse, tap and keys,
+and their numbers equal the book's Python (vitbook.calc, the book's attention, torch).
+
+Each test opens the chapter page in a fresh context, records console errors and every request,
+and asserts at the end that there were no errors and no request left the local server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from vitbook.calc import macs, param_breakdown
+from vitbook.engine.explorer import decode
+from vitbook.model import PRESETS, ViTConfig, scaled_dot_product
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+CH05 = "05-self-attention/"
+CH08 = "08-whole-model/"
+
+
+@contextmanager
+def opened(browser, base_url: str, url: str, **context_args):
+    """A page on ``url`` with its explorers mounted; fails on console errors or foreign
+    requests when the block ends."""
+    args = {"viewport": {"width": 1280, "height": 900}, "color_scheme": "light",
+            "service_workers": "block"} | context_args  # fmt: skip
+    context = browser.new_context(**args)
+    page = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.goto(base_url + url, wait_until="load", timeout=30000)
+    try:
+        yield page
+        assert not errors, "console errors:\n" + "\n".join(errors)
+        foreign = [r for r in requests if not r.startswith(base_url) and not r.startswith("data:")]
+        assert not foreign, f"requests left the site: {foreign}"
+    finally:
+        context.close()
+
+
+def live(page, key: str):
+    root = page.locator(f'.vb-explorer[data-explorer="{key}"]')
+    root.scroll_into_view_if_needed()
+    page.wait_for_selector(f'.vb-explorer--live[data-explorer="{key}"]', timeout=15000)
+    return root
+
+
+def assert_fits(page, root) -> None:
+    """Nothing in the explorer reaches past the right edge of a phone's screen."""
+    width = page.evaluate("document.documentElement.clientWidth")
+    right = root.evaluate(
+        "r => Math.max(...[r, ...r.querySelectorAll('*')].map(e => e.getBoundingClientRect().right))"
+    )
+    assert right <= width + 1, f"the explorer is {right} px wide on a {width} px screen"
+
+
+def say(root) -> str:
+    return root.locator(".vb-live").inner_text()
+
+
+MODULE_JS = """async ([key, cfgs]) => {
+    const root = document.querySelector(`.vb-explorer[data-explorer="${key}"]`);
+    const base = new URL('javascripts/explorers/', document.baseURI).href;
+    const core = await import(base + 'core.js');
+    const data = await core.loadExplorerData(root.dataset.src);
+    const mod = await import(base + key.replace('/', '-') + '.js');
+    return FN;
+}"""
+
+
+def run_module(page, key: str, body: str, arg):
+    # the page's base URI may be the chapter's folder: resolve from the site root instead
+    js = MODULE_JS.replace(
+        "new URL('javascripts/explorers/', document.baseURI).href",
+        "new URL('javascripts/explorers/', new URL(root.dataset.src.replace(/figures\\/.*$/, ''), "
+        "document.baseURI)).href",
+    ).replace("FN", body)
+    return page.evaluate(js, [key, arg])
+
+
+# ---------------------------------------------------------------------------- ch08 calculator
+
+
+def python_costs(fields: dict) -> dict:
+    """What the page must show for ``fields``: vitbook.calc, or the model's refusal."""
+    try:
+        cfg = ViTConfig(**fields)
+    except ValueError as exc:
+        return {"refused": str(exc)}
+    out = {
+        "tokens": str(cfg.seq_len),
+        "pairs": str(cfg.seq_len**2),
+        "params": {k: str(v) for k, v in param_breakdown(cfg).items()},
+        "macs": {k: str(v) for k, v in macs(cfg).items()},
+        "macs_no_attn": {k: str(v) for k, v in macs(cfg, attn_matmuls=False).items()},
+    }
+    try:
+        ref = dataclasses.replace(cfg, image_size=224)
+    except ValueError:
+        out["ratios"] = None
+        return out
+    out["ratios"] = {
+        "tokens": cfg.seq_len / ref.seq_len,
+        "pairs": (cfg.seq_len / ref.seq_len) ** 2,
+        "params": param_breakdown(cfg)["total"] / param_breakdown(ref)["total"],
+        "macs": macs(cfg)["total"] / macs(ref)["total"],
+        "macs_no_attn": macs(cfg, attn_matmuls=False)["total"]
+        / macs(ref, attn_matmuls=False)["total"],
+    }
+    return out
+
+
+def sweep_configs() -> list[dict]:
+    fields = ("image_size", "patch_size", "in_chans", "dim", "depth", "heads", "mlp_ratio",
+              "num_classes", "pos_embed", "qkv_bias")  # fmt: skip
+    cfgs = []
+    for cfg in PRESETS.values():
+        for size in (224, 384, 512):
+            c = dataclasses.replace(cfg, image_size=cfg.image_size)  # the preset itself
+            d = {f: getattr(c, f) for f in fields}
+            d["image_size"] = size
+            cfgs.append(d)
+    rng = random.Random(15)
+    for _ in range(200):
+        P = rng.choice([1, 2, 4, 7, 8, 14, 16, 32, rng.randint(1, 64)])
+        heads = rng.choice([1, 2, 3, 4, 6, 8, 12, 16, rng.randint(1, 24)])
+        dim = heads * rng.randint(1, 160) + (rng.random() < 0.15) * rng.randint(1, heads)
+        side = P * rng.randint(1, 64) + (rng.random() < 0.2) * rng.randint(1, P)
+        cfgs.append({
+            "image_size": side, "patch_size": P, "in_chans": rng.choice([1, 3, 4]),
+            "dim": dim, "depth": rng.randint(0, 48), "heads": heads,
+            "mlp_ratio": rng.choice([1.0, 2.0, 2.5, 3.0, 4.0, 4.5, 8.0 / 3.0]),
+            "num_classes": rng.choice([0, 2, 10, 100, 1000, 21843]),
+            "pos_embed": rng.choice(["learned", "none"]), "qkv_bias": rng.random() < 0.7,
+        })  # fmt: skip
+    return cfgs
+
+
+def test_cost_calculator_equals_vitbook_calc_on_every_preset_and_200_random_configs(
+    browser, base_url
+):
+    cfgs = sweep_configs()
+    with opened(browser, base_url, CH08) as page:
+        live(page, "ch08/cost-calculator")
+        got = run_module(
+            page, "ch08/cost-calculator", "cfgs.map((c) => mod.costsAsText(c, data.meta))", cfgs
+        )
+    refused = exact = 0
+    big = 0
+    for cfg, js in zip(cfgs, got, strict=True):
+        want = python_costs(cfg)
+        if "refused" in want:
+            assert js.get("refused") == want["refused"], cfg
+            refused += 1
+            continue
+        assert "refused" not in js, (cfg, js["refused"])
+        for k in ("tokens", "pairs"):
+            assert js[k] == want[k], (cfg, k)
+        for group in ("params", "macs", "macs_no_attn"):
+            assert js[group] == want[group], (cfg, group)
+            big += max(int(v) for v in want[group].values()) >= 2**53
+        if want["ratios"] is None:
+            assert "ratios" not in js, cfg
+        else:
+            for k, v in want["ratios"].items():
+                assert math.isclose(js["ratios"][k], v, rel_tol=1e-12), (cfg, k)
+        exact += 1
+    assert refused >= 10 and exact >= 150  # the sweep covers both outcomes
+    print(f"\n{exact} configs equal exactly, {refused} refused alike, {big} counts above 2^53")
+
+
+def canvas_png(locator) -> bytes:
+    return locator.screenshot()
+
+
+def test_cost_calculator_ui_by_mouse_keyboard_and_refusal(browser, base_url):
+    with opened(browser, base_url, CH08) as page:
+        root = live(page, "ch08/cost-calculator")
+        cfg = PRESETS["vit-l/16"]
+        root.locator("select").select_option("vit-l/16")
+        text = root.locator(".vb2-summary").inner_text()
+        assert f"{param_breakdown(cfg)['total']:,}" in text
+        assert f"{macs(cfg)['total']:,}" in text
+        before = canvas_png(root.locator("canvas"))
+        size = root.locator('input[data-field="image_size"]')
+        size.fill("384")
+        big = dataclasses.replace(cfg, image_size=384)
+        assert f"{macs(big)['total']:,}" in root.locator(".vb2-summary").inner_text()
+        assert "384 px" in say(root)
+        size.fill("383")
+        with pytest.raises(ValueError) as exc:
+            dataclasses.replace(cfg, image_size=383)
+        assert root.locator(".vb2-refusal").inner_text() == str(exc.value)
+        assert str(exc.value) in say(root)
+        size.fill("224")
+        # hover a bar segment: the live line names a component; keys walk the segments
+        bars = root.locator("canvas")
+        box = bars.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 12)
+        assert "parameters:" in say(root)
+        after = canvas_png(bars)
+        assert after != before
+        bars.focus()
+        page.keyboard.press("ArrowRight")
+        assert "patch embedding" in say(root)
+        # the dark theme repaints the canvas
+        light = canvas_png(bars)
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert canvas_png(bars) != light
+
+
+def test_cost_calculator_by_tap_at_phone_width(browser, base_url):
+    with opened(browser, base_url, CH08, viewport={"width": 390, "height": 844},
+                has_touch=True, is_mobile=True) as page:  # fmt: skip
+        root = live(page, "ch08/cost-calculator")
+        assert_fits(page, root)
+        bars = root.locator("canvas")
+        box = bars.bounding_box()
+        bars.tap(position={"x": box["width"] * 0.6, "y": 12})
+        assert "parameters:" in say(root)
+
+
+# ---------------------------------------------------------------------------- ch05 calculator
+
+
+def python_attention(x, meta, scale=True):
+    x = torch.tensor(x, dtype=torch.float64)
+    wq, wk, wv = (torch.tensor(meta[k], dtype=torch.float64) for k in ("w_q", "w_k", "w_v"))
+    out, weights = scaled_dot_product(x @ wq, x @ wk, x @ wv, scale=scale)
+    return out.numpy(), weights.numpy()
+
+
+def read_matrix(root, name: str) -> np.ndarray:
+    cells = root.locator(f'table[data-m="{name}"] td').evaluate_all(
+        "tds => tds.map(td => [+td.dataset.i, +td.dataset.j, +td.dataset.value])"
+    )
+    n, m = max(c[0] for c in cells) + 1, max(c[1] for c in cells) + 1
+    out = np.zeros((n, m))
+    for i, j, v in cells:
+        out[i, j] = v
+    return out
+
+
+def test_attention_calculator_equals_the_books_attention_on_random_inputs(browser, base_url):
+    meta = decode((ROOT / "figures/ch05/attention-calculator.explorer.bin").read_bytes()).meta
+    rng = np.random.default_rng(5)
+    with opened(browser, base_url, CH05) as page:
+        root = live(page, "ch05/attention-calculator")
+        out, weights = python_attention(meta["x"], meta)
+        np.testing.assert_allclose(read_matrix(root, "O"), out, atol=1e-6)
+        for trial in range(3):
+            x = np.round(rng.uniform(-3, 3, size=(4, 4)), 3)
+            for i in range(4):
+                for j in range(4):
+                    root.locator(f'table[data-m="X"] input[data-i="{i}"][data-j="{j}"]').fill(
+                        repr(float(x[i, j]))
+                    )
+            scale = trial != 1
+            if not scale:
+                root.locator("button.vb2-scale").click()
+            out, weights = python_attention(x, meta, scale)
+            np.testing.assert_allclose(read_matrix(root, "A"), weights, atol=1e-6)
+            np.testing.assert_allclose(read_matrix(root, "O"), out, atol=1e-6)
+            if not scale:
+                root.locator("button.vb2-scale").click()
+        # the worked example mode: q, K, V typed in
+        root.locator('button[data-mode="worked"]').click()
+        q = rng.uniform(-2, 2, size=(1, 4)).round(3)
+        k = rng.uniform(-2, 2, size=(3, 4)).round(3)
+        v = rng.uniform(-2, 2, size=(3, 2)).round(3)
+        for name, m in (("q", q), ("K", k), ("V", v)):
+            for (i, j), val in np.ndenumerate(m):
+                root.locator(f'table[data-m="{name}"] input[data-i="{i}"][data-j="{j}"]').fill(
+                    repr(float(val))
+                )
+        o, w = scaled_dot_product(*(torch.tensor(a) for a in (q, k, v)))
+        np.testing.assert_allclose(read_matrix(root, "A"), w.numpy(), atol=1e-6)
+        np.testing.assert_allclose(read_matrix(root, "O"), o.numpy(), atol=1e-6)
+
+
+def test_attention_calculator_hover_keyboard_and_tap(browser, base_url):
+    with opened(browser, base_url, CH05) as page:
+        root = live(page, "ch05/attention-calculator")
+        cell = root.locator('table[data-m="A"] td[data-i="1"][data-j="2"]')
+        before = cell.screenshot()
+        cell.hover()
+        assert "exp(" in say(root)
+        # the inputs of A[1, 2] are row 1 of the scaled scores: exactly four cells light up
+        assert root.locator('table[data-m="Sd"] td.vb2-hit').count() == 4
+        assert root.locator(".vb2-hit").count() == 4
+        root.locator('table[data-m="O"] td[data-i="0"][data-j="0"]').focus()
+        page.keyboard.press("ArrowDown")
+        assert say(root).startswith("O[p1, 1]")
+        # O[p1, 1] comes from row p1 of A and column 1 of V
+        assert root.locator('table[data-m="A"] td.vb2-hit').count() == 4
+        assert root.locator('table[data-m="V"] td.vb2-hit').count() == 4
+        root.locator('table[data-m="X"] input[data-i="1"][data-j="2"]').fill("3")
+        assert cell.screenshot() != before
+        assert "set to 3" in say(root)
+    with opened(browser, base_url, CH05, viewport={"width": 390, "height": 844},
+                has_touch=True, is_mobile=True) as page:  # fmt: skip
+        root = live(page, "ch05/attention-calculator")
+        assert_fits(page, root)
+        root.locator('table[data-m="S"] td[data-i="0"][data-j="3"]').tap()
+        assert say(root).startswith("q(CLS) · k(p3)")
