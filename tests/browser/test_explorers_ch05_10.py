@@ -62,7 +62,8 @@ def assert_fits(page, root) -> None:
     """Nothing in the explorer reaches past the right edge of a phone's screen."""
     width = page.evaluate("document.documentElement.clientWidth")
     right = root.evaluate(
-        "r => Math.max(...[r, ...r.querySelectorAll('*')].map(e => e.getBoundingClientRect().right))"
+        "r => Math.max(...[r, ...r.querySelectorAll('*')]"
+        ".map(e => e.getBoundingClientRect().right))"
     )
     assert right <= width + 1, f"the explorer is {right} px wide on a {width} px screen"
 
@@ -317,3 +318,56 @@ def test_attention_calculator_hover_keyboard_and_tap(browser, base_url):
         assert_fits(page, root)
         root.locator('table[data-m="S"] td[data-i="0"][data-j="3"]').tap()
         assert say(root).startswith("q(CLS) · k(p3)")
+
+
+# ---------------------------------------------------------------------------- ch06 heads
+
+
+def test_heads_follow_the_pointer_and_keys_with_the_chapters_distances(browser, base_url):
+    from vitbook.figures.ch06_multi_head import GRID, PATCH, QUERY, face_tokens, hand_set_heads
+
+    tokens, _ = face_tokens()
+    with torch.no_grad():
+        _, weights = hand_set_heads()(tokens[None], return_weights=True)  # (1, 4, 196, 196)
+    ys, xs = np.divmod(np.arange(GRID * GRID), GRID)
+    centres = np.stack([ys, xs], -1) * PATCH
+
+    def distances(q: int) -> list[float]:
+        d = np.linalg.norm(centres - centres[q], axis=-1)
+        return [float((weights[0, h, q].numpy() * d).sum()) for h in range(weights.shape[1])]
+
+    def said(root) -> list[float]:
+        text = say(root)
+        return [float(t.split(" px")[0].split()[-1]) for t in text.split(": ", 1)[1].split(",")]
+
+    with opened(browser, base_url, "06-multi-head-attention/") as page:
+        root = live(page, "ch06/heads")
+        cv = root.locator("canvas")
+        before = cv.screenshot()
+        box = cv.bounding_box()
+        cols = 4  # at 1280 px the four maps sit side by side
+        side = (box["width"] - 30) / cols
+        page.mouse.move(box["x"] + side * 0.02, box["y"] + 17 + side * 0.02)  # patch 0 of map 0
+        assert root.get_attribute("data-query") == "0"
+        np.testing.assert_allclose(said(root), distances(0), atol=0.06)
+        assert cv.screenshot() != before
+        cv.focus()
+        page.keyboard.press("Enter")
+        assert root.get_attribute("data-query") == str(QUERY)
+        np.testing.assert_allclose(said(root), distances(QUERY), atol=0.06)
+        page.keyboard.press("ArrowRight")
+        assert root.get_attribute("data-query") == str(QUERY + 1)
+        np.testing.assert_allclose(said(root), distances(QUERY + 1), atol=0.06)
+        page.keyboard.press("ArrowDown")
+        assert root.get_attribute("data-query") == str(QUERY + 1 + GRID)
+        light = cv.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert cv.screenshot() != light
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, "06-multi-head-attention/", **phone) as page:
+        root = live(page, "ch06/heads")
+        assert_fits(page, root)
+        cv = root.locator("canvas")
+        cv.tap(position={"x": 5, "y": 21})
+        assert root.get_attribute("data-query") == "0"
