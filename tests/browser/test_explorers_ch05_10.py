@@ -371,3 +371,109 @@ def test_heads_follow_the_pointer_and_keys_with_the_chapters_distances(browser, 
         cv = root.locator("canvas")
         cv.tap(position={"x": 5, "y": 21})
         assert root.get_attribute("data-query") == "0"
+
+
+# ---------------------------------------------------------------------------- ch09 digits
+
+CH09 = "09-training/"
+
+
+def tinyvit8_from_export():
+    """The chapter's TinyViT8 rebuilt in torch from the page's own data file."""
+    from vitbook.model import VisionTransformer, preset
+
+    data = decode((ROOT / "figures/ch09/draw-a-digit.explorer.bin").read_bytes())
+    model = VisionTransformer(cfg=preset("tinyvit8")).eval()
+    state = {k[2:]: torch.from_numpy(v.copy()) for k, v in data.arrays.items() if k[:2] == "w:"}
+    model.load_state_dict(state, strict=True)
+    return model, data
+
+
+NO_CH09 = pytest.mark.skipif(
+    not (ROOT / "figures/ch09/draw-a-digit.explorer.bin").exists(),
+    reason="Chapter 9's explorer data is not built yet (python -m vitbook figures --chapter 9)",
+)
+
+
+@NO_CH09
+def test_draw_a_digit_equals_torch_on_50_test_digits(browser, base_url):
+    model, data = tinyvit8_from_export()
+    images = torch.from_numpy(data.arrays["images"].copy())
+    assert len(images) >= 50
+    with torch.no_grad():
+        want = model(images[:50]).numpy()
+    got = []
+    with opened(browser, base_url, CH09) as page:
+        root = live(page, "ch09/draw-a-digit")
+        load = root.locator("button.vb2-load")
+        for i in range(50):
+            load.click()
+            assert root.get_attribute("data-test") == str(i)
+            got.append(page.evaluate("r => JSON.parse(r.dataset.logits)", root.element_handle()))
+        label = int(data.arrays["labels"][49])
+        assert f"labelled {label}" in say(root)
+    got = np.array(got)
+    err = np.abs(got - want).max()
+    print(f"\nlargest |JS - torch| logit difference over 50 digits: {err:.2e}")
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+@NO_CH09
+def test_draw_a_digit_by_mouse_keys_and_tap(browser, base_url):
+    with opened(browser, base_url, CH09) as page:
+        root = live(page, "ch09/draw-a-digit")
+        board = root.locator("canvas.vb2-board")
+        maps = root.locator("canvas.vb2-maps")
+        before_board, before_maps = board.screenshot(), maps.screenshot()
+        box = board.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.1)
+        page.mouse.down()
+        for k in range(8):
+            page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * (0.1 + k / 9))
+        page.mouse.up()
+        assert "The model says" in say(root)
+        assert board.screenshot() != before_board
+        assert maps.screenshot() != before_maps
+        logits = root.get_attribute("data-logits")
+        board.focus()
+        page.keyboard.press("ArrowRight")
+        assert say(root).startswith("Row 1, column 2")
+        page.keyboard.press("Space")
+        assert say(root).startswith("Row 1, column 2 on.")
+        assert root.get_attribute("data-logits") != logits
+        root.get_by_role("button", name="clear").click()
+        assert "Cleared." in say(root)
+        light = maps.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert maps.screenshot() != light
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, CH09, **phone) as page:
+        root = live(page, "ch09/draw-a-digit")
+        assert_fits(page, root)
+        board = root.locator("canvas.vb2-board")
+        box = board.bounding_box()
+        board.tap(position={"x": box["width"] * 0.5, "y": box["height"] * 0.5})
+        assert "The model says" in say(root)
+
+
+# ---------------------------------------------------------------------------- navigation
+
+
+def test_explorers_mount_after_instant_navigation(browser, base_url):
+    """Material's instant navigation swaps the page and emits document$; against a local server
+    (not under site_url) it falls back to a full load, so both paths are driven here: a link
+    followed, and a page change announced through document$ on the same document."""
+    with opened(browser, base_url, CH05) as page:
+        live(page, "ch05/attention-calculator")
+        page.locator('nav a[href$="08-whole-model/"]').first.click()
+        page.wait_for_url("**/08-whole-model/**")
+        root = live(page, "ch08/cost-calculator")
+        assert root.locator(".vb2-calc").count() == 1
+        # a page change on the same document: the explorer is unmounted and mounted again once
+        page.evaluate("window.document$.next(document)")
+        page.wait_for_timeout(500)
+        root = live(page, "ch08/cost-calculator")
+        assert root.locator(".vb2-calc").count() == 1
+        root.locator('input[data-field="image_size"]').fill("384")
+        assert "384 px" in say(root)
