@@ -477,3 +477,38 @@ def test_explorers_mount_after_instant_navigation(browser, base_url):
         assert root.locator(".vb2-calc").count() == 1
         root.locator('input[data-field="image_size"]').fill("384")
         assert "384 px" in say(root)
+
+
+def test_the_pages_vit_forward_equals_torch_on_a_perturbed_tinyvit8(browser, base_url):
+    """vit.js on weights far from initialisation (no training needed): logits, the rollout of
+    vitbook.analysis and GELU (exact erf) equal torch's."""
+    from vitbook.analysis import attention_rollout
+    from vitbook.figures.ch09_explore import config_meta, weight_arrays
+    from vitbook.model import VisionTransformer, preset
+
+    torch.manual_seed(0)
+    model = VisionTransformer(cfg=preset("tinyvit8")).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+        x = torch.rand(6, 1, 8, 8)
+        out = model.forward_intermediates(x)
+    roll = attention_rollout(list(out["attn"]))[:, 0].numpy()
+    weights = {k[2:]: v.ravel().tolist() for k, v in weight_arrays(model).items()}
+    xs = np.linspace(-12, 12, 2401)
+    with opened(browser, base_url, CH09) as page:
+        got = page.evaluate(
+            """async ([w, cfg, images, xs]) => {
+                const vit = await import(location.origin + '/javascripts/explorers/vit.js');
+                const runs = images.map((im) => vit.forward(w, cfg, im));
+                return {logits: runs.map((r) => r.logits),
+                        roll: runs.map((r) => Array.from(vit.rollout(r.attn, r.T, r.heads, 0.5)
+                                                          .slice(0, r.T))),
+                        gelu: xs.map(vit.gelu)};
+            }""",
+            [weights, config_meta(model), x.reshape(6, -1).tolist(), xs.tolist()],
+        )
+    np.testing.assert_allclose(got["logits"], out["logits"].numpy(), atol=1e-4)
+    np.testing.assert_allclose(got["roll"], roll, atol=1e-6)
+    gelu = torch.nn.functional.gelu(torch.tensor(xs, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(got["gelu"], gelu, atol=1e-12)
