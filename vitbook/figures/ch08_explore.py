@@ -115,8 +115,8 @@ def _(d, v):
                 refused.setdefault(i, []).append(str(size))
     for i, sizes in refused.items():
         P = PRESETS[names[i]].patch_size
-        ax.text(i, 1e-2, f"{' and '.join(sizes)}:\nnot multiples\nof P = {P}", fontsize=7,
-                ha="center", va="bottom", color=c["muted"])  # fmt: skip
+        ax.text(i + width / 2, 2e-3, f"{', '.join(sizes)}: not\nmultiples of P = {P}",
+                rotation=90, fontsize=7, ha="center", va="bottom", color=c["muted"])  # fmt: skip
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8)
     ax.set_ylabel("GMACs per image (log scale)")
