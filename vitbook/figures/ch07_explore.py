@@ -32,6 +32,8 @@ def _(d):
     xm, ym = d["min"]
     return ExplorerData(
         meta={"min": {"x": xm, "y": ym}, "palette": plot.THEMES},
-        arrays={k: np.asarray(d[k], dtype=np.float32)
-                for k in ("x", "gelu", "relu", "gelu_slope", "relu_slope")},  # fmt: skip
+        arrays={
+            k: np.asarray(d[k], dtype=np.float32)
+            for k in ("x", "gelu", "relu", "gelu_slope", "relu_slope")
+        },
     )
