@@ -1,0 +1,508 @@
+"""The explorers of Chapters 5-10 in headless Chromium: they mount, answer mouse, tap and keys,
+and their numbers equal the book's Python (vitbook.calc, the book's attention, torch).
+
+Each test opens the chapter page in a fresh context, records console errors and every request,
+and asserts at the end that there were no errors and no request left the local server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from vitbook.calc import macs, param_breakdown
+from vitbook.engine.explorer import decode
+from vitbook.model import PRESETS, ViTConfig, scaled_dot_product
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+CH05 = "05-self-attention/"
+CH08 = "08-whole-model/"
+
+
+@contextmanager
+def opened(browser, base_url: str, url: str, **context_args):
+    """A page on ``url`` with its explorers mounted; fails on console errors or foreign
+    requests when the block ends."""
+    args = {"viewport": {"width": 1280, "height": 900}, "color_scheme": "light",
+            "service_workers": "block"} | context_args  # fmt: skip
+    context = browser.new_context(**args)
+    page = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.goto(base_url + url, wait_until="load", timeout=30000)
+    try:
+        yield page
+        assert not errors, "console errors:\n" + "\n".join(errors)
+        foreign = [r for r in requests if not r.startswith(base_url) and not r.startswith("data:")]
+        assert not foreign, f"requests left the site: {foreign}"
+    finally:
+        context.close()
+
+
+def live(page, key: str):
+    root = page.locator(f'.vb-explorer[data-explorer="{key}"]')
+    root.scroll_into_view_if_needed()
+    page.wait_for_selector(f'.vb-explorer--live[data-explorer="{key}"]', timeout=15000)
+    return root
+
+
+def assert_fits(page, root) -> None:
+    """Nothing in the explorer reaches past the right edge of a phone's screen."""
+    width = page.evaluate("document.documentElement.clientWidth")
+    right = root.evaluate(
+        "r => Math.max(...[r, ...r.querySelectorAll('*')]"
+        ".map(e => e.getBoundingClientRect().right))"
+    )
+    assert right <= width + 1, f"the explorer is {right} px wide on a {width} px screen"
+
+
+def say(root) -> str:
+    return root.locator(".vb-live").inner_text()
+
+
+MODULE_JS = """async ([key, cfgs]) => {
+    const root = document.querySelector(`.vb-explorer[data-explorer="${key}"]`);
+    const base = new URL('javascripts/explorers/', document.baseURI).href;
+    const core = await import(base + 'core.js');
+    const data = await core.loadExplorerData(root.dataset.src);
+    const mod = await import(base + key.replace('/', '-') + '.js');
+    return FN;
+}"""
+
+
+def run_module(page, key: str, body: str, arg):
+    # the page's base URI may be the chapter's folder: resolve from the site root instead
+    js = MODULE_JS.replace(
+        "new URL('javascripts/explorers/', document.baseURI).href",
+        "new URL('javascripts/explorers/', new URL(root.dataset.src.replace(/figures\\/.*$/, ''), "
+        "document.baseURI)).href",
+    ).replace("FN", body)
+    return page.evaluate(js, [key, arg])
+
+
+# ---------------------------------------------------------------------------- ch08 calculator
+
+
+def python_costs(fields: dict) -> dict:
+    """What the page must show for ``fields``: vitbook.calc, or the model's refusal."""
+    try:
+        cfg = ViTConfig(**fields)
+    except ValueError as exc:
+        return {"refused": str(exc)}
+    out = {
+        "tokens": str(cfg.seq_len),
+        "pairs": str(cfg.seq_len**2),
+        "params": {k: str(v) for k, v in param_breakdown(cfg).items()},
+        "macs": {k: str(v) for k, v in macs(cfg).items()},
+        "macs_no_attn": {k: str(v) for k, v in macs(cfg, attn_matmuls=False).items()},
+    }
+    try:
+        ref = dataclasses.replace(cfg, image_size=224)
+    except ValueError:
+        out["ratios"] = None
+        return out
+    out["ratios"] = {
+        "tokens": cfg.seq_len / ref.seq_len,
+        "pairs": (cfg.seq_len / ref.seq_len) ** 2,
+        "params": param_breakdown(cfg)["total"] / param_breakdown(ref)["total"],
+        "macs": macs(cfg)["total"] / macs(ref)["total"],
+        "macs_no_attn": macs(cfg, attn_matmuls=False)["total"]
+        / macs(ref, attn_matmuls=False)["total"],
+    }
+    return out
+
+
+def sweep_configs() -> list[dict]:
+    fields = ("image_size", "patch_size", "in_chans", "dim", "depth", "heads", "mlp_ratio",
+              "num_classes", "pos_embed", "qkv_bias")  # fmt: skip
+    cfgs = []
+    for cfg in PRESETS.values():
+        for size in (224, 384, 512):
+            c = dataclasses.replace(cfg, image_size=cfg.image_size)  # the preset itself
+            d = {f: getattr(c, f) for f in fields}
+            d["image_size"] = size
+            cfgs.append(d)
+    rng = random.Random(15)
+    for _ in range(200):
+        P = rng.choice([1, 2, 4, 7, 8, 14, 16, 32, rng.randint(1, 64)])
+        heads = rng.choice([1, 2, 3, 4, 6, 8, 12, 16, rng.randint(1, 24)])
+        dim = heads * rng.randint(1, 160) + (rng.random() < 0.15) * rng.randint(1, heads)
+        side = P * rng.randint(1, 64) + (rng.random() < 0.2) * rng.randint(1, P)
+        cfgs.append({
+            "image_size": side, "patch_size": P, "in_chans": rng.choice([1, 3, 4]),
+            "dim": dim, "depth": rng.randint(0, 48), "heads": heads,
+            "mlp_ratio": rng.choice([1.0, 2.0, 2.5, 3.0, 4.0, 4.5, 8.0 / 3.0]),
+            "num_classes": rng.choice([0, 2, 10, 100, 1000, 21843]),
+            "pos_embed": rng.choice(["learned", "none"]), "qkv_bias": rng.random() < 0.7,
+        })  # fmt: skip
+    return cfgs
+
+
+def test_cost_calculator_equals_vitbook_calc_on_every_preset_and_200_random_configs(
+    browser, base_url
+):
+    cfgs = sweep_configs()
+    with opened(browser, base_url, CH08) as page:
+        live(page, "ch08/cost-calculator")
+        got = run_module(
+            page, "ch08/cost-calculator", "cfgs.map((c) => mod.costsAsText(c, data.meta))", cfgs
+        )
+    refused = exact = 0
+    big = 0
+    for cfg, js in zip(cfgs, got, strict=True):
+        want = python_costs(cfg)
+        if "refused" in want:
+            assert js.get("refused") == want["refused"], cfg
+            refused += 1
+            continue
+        assert "refused" not in js, (cfg, js["refused"])
+        for k in ("tokens", "pairs"):
+            assert js[k] == want[k], (cfg, k)
+        for group in ("params", "macs", "macs_no_attn"):
+            assert js[group] == want[group], (cfg, group)
+            big += max(int(v) for v in want[group].values()) >= 2**53
+        if want["ratios"] is None:
+            assert "ratios" not in js, cfg
+        else:
+            for k, v in want["ratios"].items():
+                assert math.isclose(js["ratios"][k], v, rel_tol=1e-12), (cfg, k)
+        exact += 1
+    assert refused >= 10 and exact >= 150  # the sweep covers both outcomes
+    print(f"\n{exact} configs equal exactly, {refused} refused alike, {big} counts above 2^53")
+
+
+def canvas_png(locator) -> bytes:
+    return locator.screenshot()
+
+
+def test_cost_calculator_ui_by_mouse_keyboard_and_refusal(browser, base_url):
+    with opened(browser, base_url, CH08) as page:
+        root = live(page, "ch08/cost-calculator")
+        cfg = PRESETS["vit-l/16"]
+        root.locator("select").select_option("vit-l/16")
+        text = root.locator(".vb2-summary").inner_text()
+        assert f"{param_breakdown(cfg)['total']:,}" in text
+        assert f"{macs(cfg)['total']:,}" in text
+        before = canvas_png(root.locator("canvas"))
+        size = root.locator('input[data-field="image_size"]')
+        size.fill("384")
+        big = dataclasses.replace(cfg, image_size=384)
+        assert f"{macs(big)['total']:,}" in root.locator(".vb2-summary").inner_text()
+        assert "384 px" in say(root)
+        size.fill("383")
+        with pytest.raises(ValueError) as exc:
+            dataclasses.replace(cfg, image_size=383)
+        assert root.locator(".vb2-refusal").inner_text() == str(exc.value)
+        assert str(exc.value) in say(root)
+        size.fill("224")
+        # hover a bar segment: the live line names a component; keys walk the segments
+        bars = root.locator("canvas")
+        box = bars.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 12)
+        assert "parameters:" in say(root)
+        after = canvas_png(bars)
+        assert after != before
+        bars.focus()
+        page.keyboard.press("ArrowRight")
+        assert "patch embedding" in say(root)
+        # the dark theme repaints the canvas
+        light = canvas_png(bars)
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert canvas_png(bars) != light
+
+
+def test_cost_calculator_by_tap_at_phone_width(browser, base_url):
+    with opened(browser, base_url, CH08, viewport={"width": 390, "height": 844},
+                has_touch=True, is_mobile=True) as page:  # fmt: skip
+        root = live(page, "ch08/cost-calculator")
+        assert_fits(page, root)
+        bars = root.locator("canvas")
+        box = bars.bounding_box()
+        bars.tap(position={"x": box["width"] * 0.6, "y": 12})
+        assert "parameters:" in say(root)
+
+
+# ---------------------------------------------------------------------------- ch05 calculator
+
+
+def python_attention(x, meta, scale=True):
+    x = torch.tensor(x, dtype=torch.float64)
+    wq, wk, wv = (torch.tensor(meta[k], dtype=torch.float64) for k in ("w_q", "w_k", "w_v"))
+    out, weights = scaled_dot_product(x @ wq, x @ wk, x @ wv, scale=scale)
+    return out.numpy(), weights.numpy()
+
+
+def read_matrix(root, name: str) -> np.ndarray:
+    cells = root.locator(f'table[data-m="{name}"] td').evaluate_all(
+        "tds => tds.map(td => [+td.dataset.i, +td.dataset.j, +td.dataset.value])"
+    )
+    n, m = max(c[0] for c in cells) + 1, max(c[1] for c in cells) + 1
+    out = np.zeros((n, m))
+    for i, j, v in cells:
+        out[i, j] = v
+    return out
+
+
+def test_attention_calculator_equals_the_books_attention_on_random_inputs(browser, base_url):
+    meta = decode((ROOT / "figures/ch05/attention-calculator.explorer.bin").read_bytes()).meta
+    rng = np.random.default_rng(5)
+    with opened(browser, base_url, CH05) as page:
+        root = live(page, "ch05/attention-calculator")
+        out, weights = python_attention(meta["x"], meta)
+        np.testing.assert_allclose(read_matrix(root, "O"), out, atol=1e-6)
+        for trial in range(3):
+            x = np.round(rng.uniform(-3, 3, size=(4, 4)), 3)
+            for i in range(4):
+                for j in range(4):
+                    root.locator(f'table[data-m="X"] input[data-i="{i}"][data-j="{j}"]').fill(
+                        repr(float(x[i, j]))
+                    )
+            scale = trial != 1
+            if not scale:
+                root.locator("button.vb2-scale").click()
+            out, weights = python_attention(x, meta, scale)
+            np.testing.assert_allclose(read_matrix(root, "A"), weights, atol=1e-6)
+            np.testing.assert_allclose(read_matrix(root, "O"), out, atol=1e-6)
+            if not scale:
+                root.locator("button.vb2-scale").click()
+        # the worked example mode: q, K, V typed in
+        root.locator('button[data-mode="worked"]').click()
+        q = rng.uniform(-2, 2, size=(1, 4)).round(3)
+        k = rng.uniform(-2, 2, size=(3, 4)).round(3)
+        v = rng.uniform(-2, 2, size=(3, 2)).round(3)
+        for name, m in (("q", q), ("K", k), ("V", v)):
+            for (i, j), val in np.ndenumerate(m):
+                root.locator(f'table[data-m="{name}"] input[data-i="{i}"][data-j="{j}"]').fill(
+                    repr(float(val))
+                )
+        o, w = scaled_dot_product(*(torch.tensor(a) for a in (q, k, v)))
+        np.testing.assert_allclose(read_matrix(root, "A"), w.numpy(), atol=1e-6)
+        np.testing.assert_allclose(read_matrix(root, "O"), o.numpy(), atol=1e-6)
+
+
+def test_attention_calculator_hover_keyboard_and_tap(browser, base_url):
+    with opened(browser, base_url, CH05) as page:
+        root = live(page, "ch05/attention-calculator")
+        cell = root.locator('table[data-m="A"] td[data-i="1"][data-j="2"]')
+        before = cell.screenshot()
+        cell.hover()
+        assert "exp(" in say(root)
+        # the inputs of A[1, 2] are row 1 of the scaled scores: exactly four cells light up
+        assert root.locator('table[data-m="Sd"] td.vb2-hit').count() == 4
+        assert root.locator(".vb2-hit").count() == 4
+        root.locator('table[data-m="O"] td[data-i="0"][data-j="0"]').focus()
+        page.keyboard.press("ArrowDown")
+        assert say(root).startswith("O[p1, 1]")
+        # O[p1, 1] comes from row p1 of A and column 1 of V
+        assert root.locator('table[data-m="A"] td.vb2-hit').count() == 4
+        assert root.locator('table[data-m="V"] td.vb2-hit').count() == 4
+        root.locator('table[data-m="X"] input[data-i="1"][data-j="2"]').fill("3")
+        assert cell.screenshot() != before
+        assert "set to 3" in say(root)
+    with opened(browser, base_url, CH05, viewport={"width": 390, "height": 844},
+                has_touch=True, is_mobile=True) as page:  # fmt: skip
+        root = live(page, "ch05/attention-calculator")
+        assert_fits(page, root)
+        root.locator('table[data-m="S"] td[data-i="0"][data-j="3"]').tap()
+        assert say(root).startswith("q(CLS) · k(p3)")
+
+
+# ---------------------------------------------------------------------------- ch06 heads
+
+
+def test_heads_follow_the_pointer_and_keys_with_the_chapters_distances(browser, base_url):
+    from vitbook.figures.ch06_multi_head import GRID, PATCH, QUERY, face_tokens, hand_set_heads
+
+    tokens, _ = face_tokens()
+    with torch.no_grad():
+        _, weights = hand_set_heads()(tokens[None], return_weights=True)  # (1, 4, 196, 196)
+    ys, xs = np.divmod(np.arange(GRID * GRID), GRID)
+    centres = np.stack([ys, xs], -1) * PATCH
+
+    def distances(q: int) -> list[float]:
+        d = np.linalg.norm(centres - centres[q], axis=-1)
+        return [float((weights[0, h, q].numpy() * d).sum()) for h in range(weights.shape[1])]
+
+    def said(root) -> list[float]:
+        text = say(root)
+        return [float(t.split(" px")[0].split()[-1]) for t in text.split(": ", 1)[1].split(",")]
+
+    with opened(browser, base_url, "06-multi-head-attention/") as page:
+        root = live(page, "ch06/heads")
+        cv = root.locator("canvas")
+        before = cv.screenshot()
+        box = cv.bounding_box()
+        cols = 4  # at 1280 px the four maps sit side by side
+        side = (box["width"] - 30) / cols
+        page.mouse.move(box["x"] + side * 0.02, box["y"] + 17 + side * 0.02)  # patch 0 of map 0
+        assert root.get_attribute("data-query") == "0"
+        np.testing.assert_allclose(said(root), distances(0), atol=0.06)
+        assert cv.screenshot() != before
+        cv.focus()
+        page.keyboard.press("Enter")
+        assert root.get_attribute("data-query") == str(QUERY)
+        np.testing.assert_allclose(said(root), distances(QUERY), atol=0.06)
+        page.keyboard.press("ArrowRight")
+        assert root.get_attribute("data-query") == str(QUERY + 1)
+        np.testing.assert_allclose(said(root), distances(QUERY + 1), atol=0.06)
+        page.keyboard.press("ArrowDown")
+        assert root.get_attribute("data-query") == str(QUERY + 1 + GRID)
+        light = cv.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert cv.screenshot() != light
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, "06-multi-head-attention/", **phone) as page:
+        root = live(page, "ch06/heads")
+        assert_fits(page, root)
+        cv = root.locator("canvas")
+        cv.tap(position={"x": 5, "y": 21})
+        assert root.get_attribute("data-query") == "0"
+
+
+# ---------------------------------------------------------------------------- ch09 digits
+
+CH09 = "09-training/"
+
+
+def tinyvit8_from_export():
+    """The chapter's TinyViT8 rebuilt in torch from the page's own data file."""
+    from vitbook.model import VisionTransformer, preset
+
+    data = decode((ROOT / "figures/ch09/draw-a-digit.explorer.bin").read_bytes())
+    model = VisionTransformer(cfg=preset("tinyvit8")).eval()
+    state = {k[2:]: torch.from_numpy(v.copy()) for k, v in data.arrays.items() if k[:2] == "w:"}
+    model.load_state_dict(state, strict=True)
+    return model, data
+
+
+def test_draw_a_digit_equals_torch_on_50_test_digits(browser, base_url):
+    model, data = tinyvit8_from_export()
+    images = torch.from_numpy(data.arrays["images"].copy())
+    assert len(images) >= 50
+    with torch.no_grad():
+        want = model(images[:50]).numpy()
+    got = []
+    with opened(browser, base_url, CH09) as page:
+        root = live(page, "ch09/draw-a-digit")
+        load = root.locator("button.vb2-load")
+        for i in range(50):
+            load.click()
+            assert root.get_attribute("data-test") == str(i)
+            got.append(page.evaluate("r => JSON.parse(r.dataset.logits)", root.element_handle()))
+        label = int(data.arrays["labels"][49])
+        assert f"labelled {label}" in say(root)
+    got = np.array(got)
+    err = np.abs(got - want).max()
+    print(f"\nlargest |JS - torch| logit difference over 50 digits: {err:.2e}")
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_draw_a_digit_by_mouse_keys_and_tap(browser, base_url):
+    with opened(browser, base_url, CH09) as page:
+        root = live(page, "ch09/draw-a-digit")
+        board = root.locator("canvas.vb2-board")
+        maps = root.locator("canvas.vb2-maps")
+        before_board, before_maps = board.screenshot(), maps.screenshot()
+        box = board.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.1)
+        page.mouse.down()
+        for k in range(8):
+            page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * (0.1 + k / 9))
+        page.mouse.up()
+        assert "The model says" in say(root)
+        assert board.screenshot() != before_board
+        assert maps.screenshot() != before_maps
+        logits = root.get_attribute("data-logits")
+        board.focus()
+        page.keyboard.press("ArrowRight")  # the cursor starts where the stroke ended
+        cell = say(root).split(":")[0]
+        assert re.fullmatch(r"Row \d, column \d", cell), say(root)
+        page.keyboard.press("Space")
+        assert say(root).startswith(cell + " o")
+        assert root.get_attribute("data-logits") != logits
+        root.get_by_role("button", name="clear").click()
+        assert "Cleared." in say(root)
+        light = maps.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert maps.screenshot() != light
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, CH09, **phone) as page:
+        root = live(page, "ch09/draw-a-digit")
+        assert_fits(page, root)
+        board = root.locator("canvas.vb2-board")
+        box = board.bounding_box()
+        board.tap(position={"x": box["width"] * 0.5, "y": box["height"] * 0.5})
+        assert "The model says" in say(root)
+
+
+# ---------------------------------------------------------------------------- navigation
+
+
+def test_explorers_mount_after_instant_navigation(browser, base_url):
+    """Material's instant navigation swaps the page and emits document$; against a local server
+    (not under site_url) it falls back to a full load, so both paths are driven here: a link
+    followed, and a page change announced through document$ on the same document."""
+    with opened(browser, base_url, CH05) as page:
+        live(page, "ch05/attention-calculator")
+        page.locator('nav a[href$="08-whole-model/"]').first.click()
+        page.wait_for_url("**/08-whole-model/**")
+        root = live(page, "ch08/cost-calculator")
+        assert root.locator(".vb2-calc").count() == 1
+        # a page change on the same document: the explorer is unmounted and mounted again once
+        page.evaluate("window.document$.next(document)")
+        page.wait_for_timeout(500)
+        root = live(page, "ch08/cost-calculator")
+        assert root.locator(".vb2-calc").count() == 1
+        root.locator('input[data-field="image_size"]').fill("384")
+        assert "384 px" in say(root)
+
+
+def test_the_pages_vit_forward_equals_torch_on_a_perturbed_tinyvit8(browser, base_url):
+    """vit.js on weights far from initialisation (no training needed): logits, the rollout of
+    vitbook.analysis and GELU (exact erf) equal torch's."""
+    from vitbook.analysis import attention_rollout
+    from vitbook.figures.ch09_explore import config_meta, weight_arrays
+    from vitbook.model import VisionTransformer, preset
+
+    torch.manual_seed(0)
+    model = VisionTransformer(cfg=preset("tinyvit8")).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+        x = torch.rand(6, 1, 8, 8)
+        out = model.forward_intermediates(x)
+    roll = attention_rollout(list(out["attn"]))[:, 0].numpy()
+    weights = {k[2:]: v.ravel().tolist() for k, v in weight_arrays(model).items()}
+    xs = np.linspace(-12, 12, 2401)
+    with opened(browser, base_url, CH09) as page:
+        got = page.evaluate(
+            """async ([w, cfg, images, xs]) => {
+                const vit = await import(location.origin + '/javascripts/explorers/vit.js');
+                const runs = images.map((im) => vit.forward(w, cfg, im));
+                return {logits: runs.map((r) => r.logits),
+                        roll: runs.map((r) => Array.from(vit.rollout(r.attn, r.T, r.heads, 0.5)
+                                                          .slice(0, r.T))),
+                        gelu: xs.map(vit.gelu)};
+            }""",
+            [weights, config_meta(model), x.reshape(6, -1).tolist(), xs.tolist()],
+        )
+    np.testing.assert_allclose(got["logits"], out["logits"].numpy(), atol=1e-4)
+    np.testing.assert_allclose(got["roll"], roll, atol=1e-6)
+    gelu = torch.nn.functional.gelu(torch.tensor(xs, dtype=torch.float64)).numpy()
+    np.testing.assert_allclose(got["gelu"], gelu, atol=1e-12)
