@@ -51,7 +51,8 @@ TERMS = {
 PROTECT = re.compile(
     r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|\{\{.*?\}\}|\{%.*?%\}|\[[^\]]*\]\([^)]*\)|<[^>]+>"
 )
-SKIP_LINE = re.compile(r"^\s*(#|\||```|\{\{|\{%|!!!|\?\?\?|--8<--|<|\d+\. \*\*)")
+# headings, tables, code, macros, admonition titles, snippets, exercise titles and quiz options
+SKIP_LINE = re.compile(r"^\s*(#|\||```|\{\{|\{%|!!!|\?\?\?|--8<--|<|\d+\. \*\*|- \[[ x=]\] )")
 
 
 def link(text: str) -> tuple[str, list[str]]:
