@@ -307,7 +307,8 @@ def _(data, v):
             ax3.plot([xs - 0.12, xs + 0.12], [parts[:, j].mean()] * 2, color=col, lw=2)
     ax3.set_xticks(range(len(rows)), [r[1] for r in rows], fontsize=8)
     ax3.set(ylabel="correct (%)", ylim=(0, 105), xlim=(-0.6, len(rows) - 0.4),
-            title="Intact □ / defective ○")  # fmt: skip
+            title="By kind of part")  # fmt: skip
+    ax3.text(-0.5, 3, "□ intact  ● defective", fontsize=8, color=c["fg"])
     ax3.axhline(50, color=c["muted"], lw=1, ls=":")
     return fig
 

@@ -217,8 +217,8 @@ def _(d, v):
         shift = sizes * 1.04 ** (j - 1.5)  # spread the arms a little, so points do not hide
         for i in range(a.shape[1]):
             ax.plot(shift, a[:, i], "o", color=c[COLOURS[k]], ms=3.5, alpha=0.7, mfc="none")
-        ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2)
-        plot.label_line(ax, sizes[-1] * 1.15, a.mean(1)[-1], name, c[COLOURS[k]])
+        ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2, label=name)
+    ax.legend(loc="lower right", fontsize=8)
     ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
     ax.text(sizes[0], 100 / len(FINETUNE_CLASSES) + 1.5, "chance", color=c["muted"],
             fontsize=8)  # fmt: skip
@@ -226,7 +226,7 @@ def _(d, v):
     ax.xaxis.set_major_locator(FixedLocator(sizes))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([str(s) for s in sizes])
-    ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 3.4)
+    ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
     ax.set(xlabel="training images of the new task (log scale); same steps for every run",
            ylabel="test accuracy (%)", ylim=(0, 102))  # fmt: skip
     ax.grid(axis="y")

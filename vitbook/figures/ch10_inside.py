@@ -94,11 +94,10 @@ def _(d, v):
         ax.set_title(f"PC {i + 1}", fontsize=8, loc="center", fontweight="normal")
     ax = fig.add_subplot(grid[:, 7])
     k = np.arange(1, len(d["var"]) + 1)
-    ax.fill_between(k, 100 * d["rand_lo"], 100 * d["rand_hi"], color=c["muted"], alpha=0.45,
-                    lw=0, step="mid")  # fmt: skip
-    ax.bar(k, 100 * d["var"], color=c["blue"], width=0.7)
-    ax.text(len(k) * 0.35, 100 * d["rand_hi"][0] + 1.5, "grey: random filters (95%)",
-            color=c["fg"], fontsize=8)  # fmt: skip
+    ax.bar(k, 100 * d["var"], color=c["blue"], width=0.7, label="trained filters")
+    ax.fill_between(k, 100 * d["rand_lo"], 100 * d["rand_hi"], color=c["fg"], alpha=0.35,
+                    lw=0, step="mid", zorder=3, label="random filters (95%)")  # fmt: skip
+    ax.legend(loc="upper right", fontsize=8)
     ax.set(xlabel="component", ylabel="variance explained (%)",
            ylim=(0, 1.25 * 100 * max(d["var"][0], d["rand_hi"][0])))  # fmt: skip
     return fig
@@ -357,6 +356,8 @@ def _(d, v):
                                extent=(-0.5, 31.5, 31.5, -0.5))  # fmt: skip
                 ax.set_xticks([])
                 ax.set_yticks([])
+                for spine in ax.spines.values():
+                    spine.set_visible(False)
                 edge = c["orange"]
             x0, y0, x1, y1 = d["boxes"][j]
             ax.add_patch(plot.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False,
