@@ -95,7 +95,7 @@ def _(d, v):
     a2.axvline(150, color=c["muted"], lw=0.8, ls=":")
     a2.text(152, 30, "epoch 150", color=c["muted"], fontsize=8)
     a2.set(xlabel="epoch (one full-batch step)", ylabel="test accuracy (%)", ylim=(0, 108),
-           title="Test accuracy (thin: seeds, bold: mean)")  # fmt: skip
+           title="Test accuracy")  # fmt: skip
     return fig
 
 
