@@ -61,7 +61,7 @@ def digits_curves(rec):
     rec.fact("init_verdict_150", stats.verdict(at150["pytorch"], at150["book"]))
     first95 = [next((i + 1 for i, a in enumerate(x["history"].test_acc) if a > 0.95), None)
                for x in r["book"]]  # fmt: skip
-    rec.fact("digits_reached_95", sum(f is not None for f in first95))
+    rec.fact("digits_reached_95", sum(f is not None for f in first95), tol=1)
     loss0 = [x["history"].train_loss[0] for x in r["book"]]
     rec.fact("digits_loss_start", float(np.mean(loss0)), "{:.2f}", tol=stats.tolerance(loss0))
     rec.fact("ln10", math.log(10), "{:.2f}")
@@ -252,7 +252,7 @@ def lr_sweep(rec):
     for m in SWEEP_MODELS:
         for i, lr in enumerate(LRS):
             _seeded(rec, f"lr_{m}_{i}", final[m][lr])
-            rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]))
+            rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]), tol=1)
         means = [np.mean(final[m][lr]) for lr in LRS]
         best = int(np.argmax(means))
         rec.fact(f"lr_{m}_best", f"{LRS[best]:g}")
