@@ -471,7 +471,7 @@ def _(d, v):
     a1.set_xticks(x, [f"top {k}" for k in range(1, depth + 1)] + ["all"], fontsize=8)
     a1.axhline(0, color=c["muted"], lw=0.8)
     a1.set(xlabel="blocks re-initialised", ylabel="rank correlation with trained map",
-           ylim=(-0.2, 1.05), title="Randomisation check")  # fmt: skip
+           ylim=(-0.5, 1.05), title="Randomisation check")  # fmt: skip
     a1.legend(fontsize=8, loc="upper right")
     cols = {"rollout": c["green"], "raw": c["blue"], "saliency": c["orange"], "random": c["muted"]}
     names = {"rollout": "rollout", "raw": "last-layer CLS", "saliency": "colour saliency",
@@ -484,7 +484,7 @@ def _(d, v):
         ylim=(0, 102),
         title="Deletion curve",
     )
-    a2.legend(fontsize=8, loc="lower left")
+    a2.legend(fontsize=8, loc="upper right")
     return fig
 
 
