@@ -291,7 +291,7 @@ def _(data, v):
     ax1.axhline(50, color=c["muted"], lw=1, ls=":")
     ax2.axhline(50, color=c["muted"], lw=1, ls=":")
     ax2.axvline(FAR, color=c["muted"], lw=0.8, ls="--")
-    ax2.text(FAR + 1, 3, "CNN's reach", color=c["muted"], fontsize=8)
+    ax2.text(FAR + 1, 88, "CNN's reach", color=c["muted"], fontsize=8)
     ax2.text(2, 51, "chance", color=c["muted"], fontsize=8)
     ax2.set(xlabel="distance to the partner (px)", ylabel="defects found (%)", ylim=(0, 105),
             title="Defects by distance")  # fmt: skip
