@@ -338,6 +338,12 @@ assert book_model.num_params() == n_params
 assert gap < 1e-4
 
 # %% [markdown]
+# The same layout does not mean the same starting point. Your `TinyViT` keeps PyTorch's
+# default initialisation (each `nn.Linear` draws Kaiming-uniform weights); the book's model
+# follows timm and draws its weights with standard deviation $0.02$. Chapter 9 trains both
+# with the same seeds for the same 300 epochs and shows how far apart they end, and how far
+# apart they are at epoch 150.
+#
 # ## Where to go from here
 #
 # - **Break it on purpose.** Give the position table the shape $(1, N, D)$ and read the

@@ -138,3 +138,13 @@ def test_prepare_finetune_loads_a_written_checkpoint(tmp_path):
     assert h.epochs == 1
     with pytest.raises(ValueError, match="mode"):
         prepare_finetune(src_cfg, str(path), num_classes=2, mode="half")
+
+
+def test_eval_every_measures_only_the_asked_epochs():
+    torch.manual_seed(0)
+    x, y = torch.randn(40, 1, 8, 8), torch.randint(0, 2, (40,))
+    model = SmallCNN(in_chans=1, num_classes=2, width=2)
+    h = fit(model, (x, y), (x, y), epochs=5, batch_size=20, lr=1e-2, eval_every=2)
+    measured = [not math.isnan(a) for a in h.test_acc]
+    assert measured == [False, True, False, True, True]  # epochs 2, 4 and the last
+    assert h.final_test_acc == h.test_acc[-1] and not math.isnan(h.final_test_acc)

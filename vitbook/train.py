@@ -159,6 +159,7 @@ def fit(
     patience: int | None = None,
     augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None,
     label_smoothing: float = 0.0,
+    eval_every: int = 1,
     seed: int = 0,
     device: str | torch.device | None = None,
     progress: bool | None = None,
@@ -184,6 +185,8 @@ def fit(
             the test set must stay untouched.
         augment: ``f(x, generator) -> x`` applied to each training batch.
         label_smoothing: passed to the cross-entropy.
+        eval_every: measure ``test`` every this many epochs (and after the last one); the
+            epochs in between get NaN in ``History.test_acc``.
         seed: seeds the shuffling, the augmentation and dropout; same seed, same run.
         device: where to train; default CUDA when present, else the CPU.
         progress: show a tqdm bar; default only when stderr is a terminal.
@@ -246,8 +249,11 @@ def fit(
             break
         hist.train_loss.append(loss_sum / n)
         hist.train_acc.append(correct / n)
-        hist.test_acc.append(accuracy(model, test))
         hist.lr.append(opt.param_groups[0]["lr"])
+        if (epoch + 1) % eval_every and epoch + 1 < epochs:
+            hist.test_acc.append(float("nan"))
+            continue
+        hist.test_acc.append(accuracy(model, test))
         if hist.test_acc[-1] > hist.best_test_acc:
             hist.best_test_acc, hist.best_epoch, bad_epochs = hist.test_acc[-1], epoch, 0
             if patience is not None:

@@ -8,11 +8,12 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from vitbook import plot
+from vitbook import plot, runs
 from vitbook.data.longrange import mirror_strips, pair_distance
-from vitbook.engine import cached, facts, figure
-from vitbook.model import VisionTransformer, ViTConfig
-from vitbook.train import SmallCNN, cnn_width_for, fit
+from vitbook.engine import facts, figure
+from vitbook.experiments import longrange, stats
+from vitbook.model import VisionTransformer
+from vitbook.train import SmallCNN
 
 # --- receptive fields --------------------------------------------------------------------------
 
@@ -153,64 +154,13 @@ def _(data, v):
 
 
 # --- the long-range task ------------------------------------------------------------------------
+# The runs live in vitbook.experiments.longrange (cached per seed by vitbook.runs): a change to
+# the drawing below retrains nothing.
 
-TASK = {"rows": 1, "cols": 16, "cell": 4, "pairs": 1}
+TASK = longrange.TASK
 FAR = 32  # SmallCNN sees at most 32 px: partners this far apart are out of its reach
-N_TRAIN, N_TEST, EPOCHS, BATCH, LR = 4000, 1000, 30, 64, 1e-3
-
-
-def task_config() -> ViTConfig:
-    """The small ViT of the experiment: one patch per cell, 16 tokens plus CLS."""
-    h, w = TASK["rows"] * TASK["cell"], TASK["cols"] * TASK["cell"]
-    return ViTConfig(
-        image_size=(h, w),
-        patch_size=TASK["cell"],
-        in_chans=1,
-        dim=32,
-        depth=2,
-        heads=2,
-        num_classes=2,
-    )
-
-
-# --8<-- [start:longrange-run]
-@cached
-def longrange_run(seed: int = 0) -> dict:
-    """Train a small ViT and a SmallCNN of about the same size on the same data, same budget."""
-    train = mirror_strips(N_TRAIN, seed=seed + 1, **TASK)
-    test = mirror_strips(N_TEST, seed=seed + 2, **TASK)
-    torch.manual_seed(seed)
-    vit = VisionTransformer(cfg=task_config())
-    width = cnn_width_for(vit.num_params(), in_chans=1, num_classes=2)
-    cnn = SmallCNN(in_chans=1, num_classes=2, width=width)
-    out = {"params": {"vit": vit.num_params(), "cnn": cnn.num_params()}, "cnn_width": width}
-    for name, model in (("vit", vit), ("cnn", cnn)):
-        hist = fit(
-            model,
-            train[:2],
-            test[:2],
-            epochs=EPOCHS,
-            batch_size=BATCH,
-            lr=LR,
-            weight_decay=0.05,
-            schedule="cosine",
-            warmup_epochs=1,
-            seed=seed,
-            progress=False,
-            desc=name,
-        )
-        with torch.no_grad():
-            pred = model(test[0]).argmax(-1)
-        hit = (pred == test[1]).numpy()
-        out[name] = {
-            "test_acc": hist.test_acc,
-            "train_acc": hist.train_acc,
-            "seconds": hist.seconds,
-            "hit": hit,
-        }
-    out["distance"] = test[2].numpy()  # 0 for intact parts
-    return out
-    # --8<-- [end:longrange-run]
+NARROW = 8  # the narrow strip: 8 cells, partners at most 28 px apart, all within the CNN's reach
+SEEDS = runs.SEEDS3
 
 
 @figure(chapter=1, id="longrange-samples", size=(7.2, 2.6))
@@ -249,79 +199,126 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=1, id="longrange-results", size=(7.2, 3.2))
+def _seeded(rec, name: str, values, fmt: str = "{:.1%}") -> stats.Summary:
+    """Record the mean of per-seed ``values`` as ``name`` and its min and max as ``name_lo``
+    and ``name_hi``, each with the seed spread as its cross-machine tolerance."""
+    s = stats.summary(values)
+    rec.fact(name, s.mean, fmt, tol=s.tol)
+    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
+    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
+    return s
+
+
+@figure(chapter=1, id="longrange-results", size=(7.2, 3.3), trained=True)
 def longrange_results(rec):
-    """Accuracy of the ViT and the CNN, overall and by the distance between the partners."""
-    run = longrange_run()
-    dist = run["distance"]
-    rec.fact("vit_params", run["params"]["vit"])
-    rec.fact("cnn_params", run["params"]["cnn"])
-    rec.fact("cnn_width", run["cnn_width"])
-    rec.fact("n_train", N_TRAIN)
-    rec.fact("n_test", N_TEST)
-    rec.fact("epochs", EPOCHS)
-    rec.fact("batch", BATCH)
-    rec.fact("lr", LR, "{:g}")
-    by = {}
-    for name in ("vit", "cnn"):
-        r = run[name]
-        rec.fact(f"{name}_acc", float(r["hit"].mean()), "{:.1%}")
-        rec.fact(f"{name}_train_acc", r["train_acc"][-1], "{:.1%}")
-        rec.fact(f"{name}_intact_acc", float(r["hit"][dist == 0].mean()), "{:.1%}")
-        near, far = (dist > 0) & (dist < FAR), dist >= FAR
-        rec.fact(f"{name}_near_acc", float(r["hit"][near].mean()), "{:.1%}")
-        rec.fact(f"{name}_far_acc", float(r["hit"][far].mean()), "{:.1%}")
-        by[name] = {int(d): float(r["hit"][dist == d].mean()) for d in np.unique(dist) if d}
+    """Accuracy of the ViT and the CNN over seeds: per epoch, by the distance between the
+    partners, and on intact and defective parts (with the CNN on a narrower strip too)."""
+    wide = [runs.longrange_run(seed=s) for s in SEEDS]
+    narrow = [runs.longrange_run(seed=s, cols=NARROW, models=("cnn",)) for s in SEEDS]
+    sc = {name: [longrange.scores(r, name, FAR) for r in wide] for name in ("vit", "cnn")}
+    sc["cnn_narrow"] = [longrange.scores(r, "cnn", FAR) for r in narrow]
+    rec.fact("seeds", len(SEEDS))
+    rec.fact("vit_params", wide[0]["vit"]["params"])
+    rec.fact("cnn_params", wide[0]["cnn"]["params"])
+    rec.fact("cnn_width", longrange.cnn_width())
+    rec.fact("n_train", longrange.N_TRAIN)
+    rec.fact("n_test", longrange.N_TEST)
+    rec.fact("epochs", longrange.EPOCHS)
+    rec.fact("batch", longrange.BATCH)
+    rec.fact("lr", longrange.LR, "{:g}")
+    rec.fact("failed_below", longrange.FAILED, "{:.0%}")
+    rec.fact("narrow_cols", NARROW)
+    rec.fact("narrow_max_dist", pair_distance(0, cols=NARROW, cell=TASK["cell"]))
     rec.fact("far_threshold", FAR)
-    vit_curve = run["vit"]["test_acc"]
-    rec.fact("vit_epoch_90", next(i + 1 for i, acc in enumerate(vit_curve) if acc >= 0.9))
-    rec.fact("vit_chance_epochs", next(i for i, acc in enumerate(vit_curve) if acc >= 0.6))
-    rec.fact("cnn_best_acc", max(run["cnn"]["test_acc"]), "{:.1%}")
-    rec.fact(
-        "vit_train_gap", run["vit"]["train_acc"][-1] - float(run["vit"]["hit"].mean()), "{:.1%}"
-    )
-    rec.fact(
-        "cnn_train_gap", run["cnn"]["train_acc"][-1] - float(run["cnn"]["hit"].mean()), "{:.1%}"
-    )
+    summ = {}
+    for name, rows in sc.items():
+        for key in ("acc", "intact", "defects", "near", "far"):
+            vals = [r[key] for r in rows]
+            if np.all(np.isnan(vals)):
+                continue
+            summ[name, key] = _seeded(rec, f"{name}_{key}_acc" if key != "acc" else f"{name}_acc",
+                                      vals)  # fmt: skip
+        rec.fact(f"{name}_failed", sum(r["failed"] for r in rows), tol=1)
+    # the comparisons the text makes, decided over seeds (non-overlapping min-max ranges)
+    acc = {k: [r["acc"] for r in rows] for k, rows in sc.items()}
+    rec.fact("vit_vs_cnn", stats.verdict(acc["vit"], acc["cnn"]))
+    rec.fact("vit_far_vs_cnn_far", stats.verdict([r["far"] for r in sc["vit"]],
+                                                  [r["far"] for r in sc["cnn"]]))  # fmt: skip
+    rec.fact("cnn_narrow_vs_wide", stats.verdict(acc["cnn_narrow"], acc["cnn"]))
+    rec.fact("cnn_narrow_vs_vit", stats.verdict(acc["cnn_narrow"], acc["vit"]))
+    # the ViT's curve: epochs spent at chance and the epoch it passes 90%, in seeds that learned
+    ok = [r["vit"]["test_acc"] for r, s in zip(wide, sc["vit"], strict=True) if not s["failed"]]
+    at_chance = [next(i for i, a in enumerate(c) if a >= longrange.FAILED) for c in ok]
+    rec.fact("vit_chance_epochs", min(at_chance), tol=max(1, max(at_chance) - min(at_chance)))
+    rec.fact("vit_chance_epochs_hi", max(at_chance), tol=max(1, max(at_chance) - min(at_chance)))
+    rec.fact("cnn_best_acc", max(max(r["cnn"]["test_acc"]) for r in wide), "{:.1%}",
+             tol=stats.tolerance([max(r["cnn"]["test_acc"]) for r in wide]))  # fmt: skip
+    gaps = {n: [r[n]["train_acc"][-1] - s["acc"] for r, s in zip(wide, sc[n], strict=True)]
+            for n in ("vit", "cnn")}  # fmt: skip
+    for n, g in gaps.items():
+        rec.fact(f"{n}_train_gap", float(np.mean(g)), "{:.1%}", tol=stats.tolerance(g))
+    tr = [r["cnn"]["train_acc"][-1] for r in wide]
+    rec.fact("cnn_train_acc", float(np.mean(tr)), "{:.1%}", tol=stats.tolerance(tr))
     for name, model in (
-        ("vit", VisionTransformer(cfg=task_config())),
-        ("cnn", SmallCNN(in_chans=1, num_classes=2, width=run["cnn_width"])),
+        ("vit", VisionTransformer(cfg=longrange.task_config())),
+        ("cnn", SmallCNN(in_chans=1, num_classes=2, width=longrange.cnn_width())),
     ):
         with FlopCounterMode(display=False) as counter:
-            model(torch.zeros(1, 1, *task_config().image_hw))
+            model(torch.zeros(1, 1, *longrange.task_config().image_hw))
         rec.fact(f"{name}_macs", counter.get_total_flops() // 2)  # one MAC = two FLOPs
     macs = {k: rec.facts[f"{k}_macs"]["value"] for k in ("vit", "cnn")}
     rec.fact("macs_ratio", macs["cnn"] / macs["vit"], "{:.1f}")
+    secs = [r[n]["seconds"] for r in wide for n in ("vit", "cnn")]
+    rec.fact("longrange_seconds", sum(secs) + sum(r["cnn"]["seconds"] for r in narrow), "{:.0f}",
+             measured=True)  # fmt: skip
     return {
-        "by": by,
-        "curves": {n: run[n]["test_acc"] for n in ("vit", "cnn")},
-        "params": run["params"],
+        "curves": {n: [r[n]["test_acc"] for r in wide] for n in ("vit", "cnn")},
+        "by": {n: [s["by_distance"] for s in sc[n]] for n in ("vit", "cnn")},
+        "parts": {k: [(r["intact"], r["defects"]) for r in rows] for k, rows in sc.items()},
     }
 
 
 @longrange_results.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, (ax1, ax2) = plot.subplots(v, 1, 2, width_ratios=[1, 1.5])
+    fig, (ax1, ax2, ax3) = plot.subplots(v, 1, 3, width_ratios=[1, 1.25, 1])
     names = {"vit": ("ViT", c["orange"]), "cnn": ("SmallCNN", c["blue"])}
     for key, (label, col) in names.items():
-        curve = np.array(data["curves"][key]) * 100
-        ep = np.arange(1, len(curve) + 1)
-        ax1.plot(ep, curve, color=col)
-        plot.label_line(ax1, ep[-1], curve[-1], label, col)
-        d = sorted(data["by"][key])
-        ax2.plot(d, [100 * data["by"][key][k] for k in d], "o-", color=col, label=label)
-    ax1.set_xlabel("epoch")
-    ax1.set_ylabel("test accuracy (%)")
-    ax1.set_ylim(40, 102)
-    ax1.set_xlim(1, len(data["curves"]["vit"]) + 5)
+        curves = 100 * np.array(data["curves"][key])  # (seeds, epochs)
+        ep = np.arange(1, curves.shape[1] + 1)
+        for curve in curves:
+            ax1.plot(ep, curve, color=col, lw=0.7, alpha=0.6)
+        ax1.plot(ep, curves.mean(0), color=col, lw=2)
+        plot.label_line(ax1, ep[-1], curves.mean(0)[-1], label, col)
+        dists = sorted(data["by"][key][0])
+        per_seed = 100 * np.array([[b[d] for d in dists] for b in data["by"][key]])
+        for row in per_seed:
+            ax2.plot(dists, row, color=col, lw=0.7, alpha=0.6)
+        ax2.plot(dists, per_seed.mean(0), "o-", color=col, lw=2, ms=4, label=label)
+    ax1.set(xlabel="epoch", ylabel="test accuracy (%)", ylim=(40, 102),
+            xlim=(1, len(data["curves"]["vit"][0]) + 9), title="Test accuracy")  # fmt: skip
     ax1.axhline(50, color=c["muted"], lw=1, ls=":")
     ax2.axhline(50, color=c["muted"], lw=1, ls=":")
+    ax2.axvline(FAR, color=c["muted"], lw=0.8, ls="--")
+    ax2.text(FAR + 1, 88, "CNN's reach", color=c["muted"], fontsize=8)
     ax2.text(2, 51, "chance", color=c["muted"], fontsize=8)
-    ax2.set_xlabel("distance between a defect and its partner (px)")
-    ax2.set_ylabel("defects found (%)")
-    ax2.set_ylim(0, 105)
-    ax2.legend(loc="lower left")
+    ax2.set(xlabel="distance to the partner (px)", ylabel="defects found (%)", ylim=(0, 105),
+            title="Defects by distance")  # fmt: skip
+    ax2.legend(loc="lower left", fontsize=8)
+    rows = [("vit", "ViT", c["orange"]), ("cnn", "CNN", c["blue"]),
+            ("cnn_narrow", f"CNN,\n{NARROW} cells", c["green"])]  # fmt: skip
+    for x, (key, _, col) in enumerate(rows):
+        parts = 100 * np.array(data["parts"][key])  # (seeds, 2): intact, defects
+        for j, marker in enumerate(("s", "o")):
+            xs = x + (j - 0.5) * 0.32
+            ax3.plot(np.full(len(parts), xs), parts[:, j], marker, color=col, ms=4,
+                     mfc="none" if j == 0 else col, alpha=0.8)  # fmt: skip
+            ax3.plot([xs - 0.12, xs + 0.12], [parts[:, j].mean()] * 2, color=col, lw=2)
+    ax3.set_xticks(range(len(rows)), [r[1] for r in rows], fontsize=8)
+    ax3.set(ylabel="correct (%)", ylim=(0, 105), xlim=(-0.6, len(rows) - 0.4),
+            title="By kind of part")  # fmt: skip
+    ax3.text(-0.5, 3, "□ intact  ● defective", fontsize=8, color=c["fg"])
+    ax3.axhline(50, color=c["muted"], lw=1, ls=":")
     return fig
 
 

@@ -2,59 +2,100 @@
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import math
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from vitbook import plot, runs
+from vitbook.analysis import interpolate_pos_embed
 from vitbook.data.shapes import FINETUNE_CLASSES, PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
+from vitbook.experiments import shapes, stats
 
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
-DIGITS_EPOCHS = 500  # the lesson trains 150; with timm's initialisation the model needs longer
+DIGITS_EPOCHS = 300  # the lab's EPOCHS: the same recipe, the same length
+SEEDS = runs.SEEDS3
+SIZES = (100, 400, 1600)  # training images of the four-shape task
+LRS = (1e-4, 1e-3, 1e-2, 1e-1)
+SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained, fine-tuned)"}
+RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay",
+           "clip": "+ clipping", "all": "all three"}  # fmt: skip
+RECIPE_LR = 1e-2  # the rate at which the recipes are compared
+
+
+def _seeded(rec, name: str, values, fmt: str = "{:.1%}") -> stats.Summary:
+    """Record the mean of per-seed ``values`` as ``name`` and its min and max as ``name_lo``
+    and ``name_hi``, each with the seed spread as its cross-machine tolerance."""
+    s = stats.summary(values)
+    rec.fact(name, s.mean, fmt, tol=s.tol)
+    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
+    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
+    return s
+
+
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
 
-@figure(chapter=9, id="digits-curves", size=(7.2, 3.0))
+@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True)
 def digits_curves(rec):
-    """TinyViT8 on scikit-learn's digits: training loss and train/test accuracy per epoch."""
-    r = runs.digits_tinyvit8(epochs=DIGITS_EPOCHS)
-    h = r["history"]
-    rec.fact("digits_params", r["model"].num_params(), "{:,}")
-    rec.fact("digits_n_train", r["n_train"], "{:,}")
-    rec.fact("digits_n_test", r["n_test"])
-    rec.fact("digits_epochs", h.epochs)
-    rec.fact("digits_acc", h.final_test_acc, "{:.1%}")
-    rec.fact("digits_acc_150", h.test_acc[149], "{:.1%}")
-    rec.fact("digits_train_acc", h.train_acc[-1], "{:.1%}")
-    rec.fact("digits_first_95", next(i + 1 for i, a in enumerate(h.test_acc) if a > 0.95))
-    rec.fact("digits_loss_start", h.train_loss[0], "{:.2f}")
+    """TinyViT8 on scikit-learn's digits with the book's initialisation and with PyTorch's
+    defaults (the lab's), the same seeds: training loss and test accuracy per epoch."""
+    r = {init: [runs.digits_run(epochs=DIGITS_EPOCHS, seed=s, init=init) for s in SEEDS]
+         for init in ("book", "pytorch")}  # fmt: skip
+    first = r["book"][0]
+    rec.fact("digits_params", first["model"].num_params(), "{:,}")
+    rec.fact("digits_n_train", first["n_train"], "{:,}")
+    rec.fact("digits_n_test", first["n_test"])
+    rec.fact("digits_epochs", first["history"].epochs)
+    rec.fact("digits_seeds", len(SEEDS))
+    final = {k: [x["history"].final_test_acc for x in v] for k, v in r.items()}
+    at150 = {k: [x["history"].test_acc[149] for x in v] for k, v in r.items()}
+    _seeded(rec, "digits_acc", final["book"])
+    _seeded(rec, "digits_acc_150", at150["book"])
+    _seeded(rec, "lab_acc", final["pytorch"])
+    _seeded(rec, "lab_acc_150", at150["pytorch"])
+    rec.fact("init_verdict", stats.verdict(final["pytorch"], final["book"]))
+    rec.fact("init_verdict_150", stats.verdict(at150["pytorch"], at150["book"]))
+    first95 = [next((i + 1 for i, a in enumerate(x["history"].test_acc) if a > 0.95), None)
+               for x in r["book"]]  # fmt: skip
+    rec.fact("digits_reached_95", sum(f is not None for f in first95), tol=1)
+    loss0 = [x["history"].train_loss[0] for x in r["book"]]
+    rec.fact("digits_loss_start", float(np.mean(loss0)), "{:.2f}", tol=stats.tolerance(loss0))
     rec.fact("ln10", math.log(10), "{:.2f}")
-    rec.fact("digits_seconds", h.seconds, "{:.0f}", measured=True)
-    return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc}
+    secs = [x["history"].seconds for v in r.values() for x in v]
+    rec.fact("digits_seconds", float(np.mean(secs)), "{:.0f}", measured=True)
+    return {k: {"loss": [x["history"].train_loss for x in v],
+                "test": [x["history"].test_acc for x in v]} for k, v in r.items()}  # fmt: skip
 
 
 @digits_curves.draw
 def _(d, v):
     c = plot.colors(v)
     fig, (a1, a2) = plot.subplots(v, 1, 2)
-    ep = np.arange(1, len(d["loss"]) + 1)
-    a1.plot(ep, d["loss"], color=c["blue"])
+    names = {
+        "book": ("book (timm's) init", c["blue"]),
+        "pytorch": ("PyTorch default (lab)", c["orange"]),
+    }
+    for key, (label, col) in names.items():
+        loss, test = np.array(d[key]["loss"]), 100 * np.array(d[key]["test"])
+        ep = np.arange(1, loss.shape[1] + 1)
+        for row_l, row_t in zip(loss, test, strict=True):
+            a1.plot(ep, row_l, color=col, lw=0.6, alpha=0.6)
+            a2.plot(ep, row_t, color=col, lw=0.6, alpha=0.6)
+        a1.plot(ep, loss.mean(0), color=col, lw=1.8, label=label)
+        a2.plot(ep, test.mean(0), color=col, lw=1.8)
+    a1.legend(loc="upper right", fontsize=8)
     a1.set(xlabel="epoch (one full-batch step)", ylabel="training loss (cross-entropy)",
            title="Loss")  # fmt: skip
-    a2.plot(ep, 100 * np.array(d["train"]), color=c["blue"], lw=1.5)
-    a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], lw=1.5)
-    plot.label_line(a2, ep[-1], 104, "train", c["blue"], ha="right")
-    plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 8, "test", c["orange"], ha="right")
     a2.axhline(95, color=c["muted"], lw=0.8, ls="--")
     a2.text(5, 96, "95%", color=c["muted"], fontsize=8, va="bottom")
     a2.axvline(150, color=c["muted"], lw=0.8, ls=":")
     a2.text(152, 30, "epoch 150", color=c["muted"], fontsize=8)
-    a2.set(xlabel="epoch (one full-batch step)", ylabel="accuracy (%)", ylim=(0, 108),
-           title="Accuracy")  # fmt: skip
+    a2.set(xlabel="epoch (one full-batch step)", ylabel="test accuracy (%)", ylim=(0, 108),
+           title="Test accuracy")  # fmt: skip
     return fig
 
 
@@ -93,7 +134,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9))
+@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
     learning rate it followed."""
@@ -102,8 +143,8 @@ def pretrain_curves(rec):
     rec.fact("pre_params", r["model"].num_params(), "{:,}")
     rec.fact("pre_n_train", r["n_train"], "{:,}")
     rec.fact("pre_epochs", h.epochs)
-    rec.fact("pre_acc", h.final_test_acc, "{:.1%}")
-    rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}")
+    rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)  # one seed: the transfer spread
+    rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}", tol=0.03)
     rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
     rec.fact("pre_grid", cfg.grid[0])
@@ -130,173 +171,218 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="transfer", size=(7.2, 3.4))
+@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True)
 def transfer(rec):
-    """Test accuracy on the four new shapes against training-set size: small CNN, ViT from
-    scratch, and the pre-trained ViT fine-tuned head only or fully."""
-    r = runs.transfer_sweep()
-    sizes = r["sizes"]
-    acc = {k: [r["runs"][n][k].final_test_acc for n in sizes] for k in NAMES}
+    """Test accuracy on the four new shapes against training-set size, every run the same
+    number of optimiser steps: small CNN, ViT from scratch, and the pre-trained ViT fine-tuned
+    head only or fully; one point per seed, the line through the means."""
+    r = {k: [[runs.transfer_run(n_train=n, arm=k, seed=s) for s in SEEDS] for n in SIZES]
+         for k in NAMES}  # fmt: skip
+    acc = {k: [[x["acc"] for x in row] for row in r[k]] for k in NAMES}  # (sizes, seeds)
     for k in NAMES:
-        for n, a in zip(sizes, acc[k], strict=True):
-            rec.fact(f"{k}_{n}", a, "{:.1%}")
-    secs = sum(h.seconds for n in sizes for h in r["runs"][n].values())
+        for n, vals in zip(SIZES, acc[k], strict=True):
+            _seeded(rec, f"{k}_{n}", vals)
+    for i, n in enumerate(SIZES):  # the comparisons the text makes, one per size
+        rec.fact(f"cnn_vs_scratch_{n}", stats.verdict(acc["cnn"][i], acc["vit_scratch"][i]))
+        rec.fact(f"full_vs_scratch_{n}", stats.verdict(acc["vit_full"][i], acc["vit_scratch"][i]))
+        rec.fact(f"full_vs_cnn_{n}", stats.verdict(acc["vit_full"][i], acc["cnn"][i]))
+        rec.fact(f"full_vs_head_{n}", stats.verdict(acc["vit_full"][i], acc["vit_head"][i]))
+    chance = 1 / len(FINETUNE_CLASSES)
+    rec.fact("scratch_max", max(max(row) for row in acc["vit_scratch"]), "{:.1%}",
+             tol=stats.tolerance(acc["vit_scratch"][-1]))  # fmt: skip
+    rec.fact("transfer_steps", shapes.TRANSFER_STEPS)
+    rec.fact("transfer_epochs_small", r["cnn"][0][0]["epochs"])
+    rec.fact("transfer_epochs_large", r["cnn"][-1][0]["epochs"])
+    rec.fact("transfer_seeds", len(SEEDS))
+    secs = sum(x["seconds"] for k in NAMES for row in r[k] for x in row)
     rec.fact("transfer_seconds", secs, "{:.0f}", measured=True)
-    rec.fact("cnn_params", r["cnn_params"], "{:,}")
-    rec.fact("vit_params", r["vit_params"], "{:,}")
-    rec.fact("cnn_width", r["cnn_width"])
-    rec.fact("transfer_sizes", ", ".join(str(n) for n in sizes))
-    passes = inspect.signature(runs.transfer_sweep).parameters["passes"].default
-    rec.fact("transfer_passes", passes, "{:,}")
-    rec.fact("size_small", sizes[0])
-    rec.fact("size_mid", sizes[1])
-    rec.fact("size_large", sizes[-1], "{}")
-    rec.fact("chance_fine", 1 / len(FINETUNE_CLASSES), "{:.0%}")
-    mid = sizes[1]
-    points = {"fmt": "{:.1f}"}  # differences in percentage points
-    rec.fact("head_vs_scratch_mid", 100 * (acc["vit_head"][1] - acc["vit_scratch"][1]), **points)
-    rec.fact("cnn_minus_scratch_large", 100 * (acc["cnn"][-1] - acc["vit_scratch"][-1]), **points)
-    rec.fact("full_minus_scratch_small", 100 * (acc["vit_full"][0] - acc["vit_scratch"][0]),
-             **points)  # fmt: skip
-    curves = {k: [r["runs"][mid][k].test_acc] for k in NAMES}
-    return {"sizes": sizes, "acc": acc, "curves": curves, "mid": mid}
+    rec.fact("cnn_params", r["cnn"][0][0]["params"], "{:,}")
+    rec.fact("vit_params", r["vit_scratch"][0][0]["params"], "{:,}")
+    rec.fact("transfer_sizes", ", ".join(str(n) for n in SIZES))
+    rec.fact("size_small", SIZES[0])
+    rec.fact("size_mid", SIZES[1])
+    rec.fact("size_large", SIZES[-1], "{}")
+    rec.fact("chance_fine", chance, "{:.0%}")
+    rec.fact("fine_test", shapes.FINETUNE_TEST)
+    return {"sizes": list(SIZES), "acc": acc}
 
 
 @transfer.draw
 def _(d, v):
     c = plot.colors(v)
     fig, ax = plot.subplots(v)
-    for k, name in NAMES.items():
-        y = 100 * np.array(d["acc"][k])
-        ax.plot(d["sizes"], y, color=c[COLOURS[k]], marker="o")
-        plot.label_line(ax, d["sizes"][-1], y[-1], name, c[COLOURS[k]])
+    sizes = np.array(d["sizes"])
+    for j, (k, name) in enumerate(NAMES.items()):
+        a = 100 * np.array(d["acc"][k])  # (sizes, seeds)
+        shift = sizes * 1.04 ** (j - 1.5)  # spread the arms a little, so points do not hide
+        for i in range(a.shape[1]):
+            ax.plot(shift, a[:, i], "o", color=c[COLOURS[k]], ms=3.5, alpha=0.7, mfc="none")
+        ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2, label=name)
+    ax.legend(loc="lower right", fontsize=8)
     ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    ax.text(d["sizes"][0], 100 / len(FINETUNE_CLASSES) + 1.5, "chance", color=c["muted"],
+    ax.text(sizes[0], 100 / len(FINETUNE_CLASSES) + 1.5, "chance", color=c["muted"],
             fontsize=8)  # fmt: skip
     ax.set_xscale("log")
-    ax.set_xticks(d["sizes"], [str(s) for s in d["sizes"]])
-    ax.minorticks_off()
-    ax.set_xlim(d["sizes"][0] * 0.8, d["sizes"][-1] * 3.2)
-    ax.set(xlabel="training images of the new task (log scale)", ylabel="test accuracy (%)",
-           ylim=(0, 102))  # fmt: skip
+    ax.xaxis.set_major_locator(FixedLocator(sizes))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
+    ax.set(xlabel="training images of the new task (log scale); same steps for every run",
+           ylabel="test accuracy (%)", ylim=(0, 102))  # fmt: skip
     ax.grid(axis="y")
     return fig
 
 
-@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1))
+def _log_x(ax, ticks) -> None:
+    """A log-scale x axis whose ticks are the given values, written plainly (0.001, not 10⁻³)."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{t:g}" for t in ticks])
+
+
+@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True)
 def lr_sweep(rec):
-    """Full fine-tuning with plain Adam at four constant learning rates, and the second highest
-    again with warm-up, cosine decay and gradient clipping."""
-    r = runs.lr_sweep()
-    plain = r["plain"]
-    lrs = sorted(plain)
-    for i, lr in enumerate(lrs):
-        h = plain[lr]
+    """Left: final test accuracy against a constant Adam learning rate for the small CNN
+    trained from scratch and the pre-trained ViT fine-tuned. Right: the fine-tuned ViT at
+    0.01 with warm-up, cosine decay and clipping added one at a time, and all three."""
+    sweep = {m: {lr: [runs.lr_run(model=m, lr=lr, seed=s) for s in SEEDS] for lr in LRS}
+             for m in SWEEP_MODELS}  # fmt: skip
+    final = {m: {lr: [x["final"] for x in sweep[m][lr]] for lr in LRS} for m in SWEEP_MODELS}
+    for m in SWEEP_MODELS:
+        for i, lr in enumerate(LRS):
+            _seeded(rec, f"lr_{m}_{i}", final[m][lr])
+            rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]), tol=1)
+        means = [np.mean(final[m][lr]) for lr in LRS]
+        best = int(np.argmax(means))
+        rec.fact(f"lr_{m}_best", f"{LRS[best]:g}")
+        # rates whose every seed is within the best rate's range: "as good as the best"
+        good = [lr for lr in LRS
+                if stats.verdict(final[m][lr], final[m][LRS[best]]) != "lower"]  # fmt: skip
+        rec.fact(f"lr_{m}_good", ", ".join(f"{lr:g}" for lr in good))
+        rec.fact(f"lr_{m}_n_good", len(good))
+    for i, lr in enumerate(LRS):
         rec.fact(f"lr{i}", f"{lr:g}")
-        rec.fact(f"lr{i}_acc", h.final_test_acc, "{:.1%}")
-        rec.fact(f"lr{i}_loss", h.train_loss[-1], "{:.2f}")
-        rec.fact(f"lr{i}_max_loss", float(np.nanmax(h.train_loss)), "{:.2f}")
-    rec.fact("safe_lr", f"{r['safe_lr']:g}")
-    rec.fact("safe_acc", r["safe"].final_test_acc, "{:.1%}")
-    rec.fact("safe_loss", r["safe"].train_loss[-1], "{:.2f}")
-    rec.fact("sweep_epochs", r["epochs"])
-    sweep_seconds = sum(h.seconds for h in plain.values()) + r["safe"].seconds
-    rec.fact("sweep_seconds", sweep_seconds, "{:.0f}", measured=True)
-    return {
-        "lrs": lrs,
-        "loss": {lr: plain[lr].train_loss for lr in lrs},
-        "acc": {lr: plain[lr].test_acc for lr in lrs},
-        "safe_lr": r["safe_lr"],
-        "safe_loss": r["safe"].train_loss,
-        "safe_acc": r["safe"].test_acc,
-    }
+    recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS]
+               for k in RECIPES}  # fmt: skip
+    racc = {k: [x["final"] for x in v] for k, v in recipes.items()}
+    for k in RECIPES:
+        _seeded(rec, f"recipe_{k}", racc[k])
+        if k != "plain":
+            rec.fact(f"recipe_{k}_vs_plain", stats.verdict(racc[k], racc["plain"]))
+    rec.fact("recipe_lr", f"{RECIPE_LR:g}")
+    rec.fact("sweep_epochs", shapes.SWEEP_EPOCHS)
+    rec.fact("sweep_n", shapes.SWEEP_N)
+    rec.fact("sweep_steps", shapes.SWEEP_EPOCHS * math.ceil(shapes.SWEEP_N / shapes.BATCH))
+    secs = sum(x["seconds"] for m in sweep.values() for v in m.values() for x in v)
+    secs += sum(x["seconds"] for v in recipes.values() for x in v)
+    rec.fact("sweep_seconds", secs, "{:.0f}", measured=True)
+    return {"final": final, "recipes": racc}
 
 
 @lr_sweep.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
-    cols = [c["blue"], c["green"], c["purple"], c["red"]]
-    for col, lr in zip(cols, d["lrs"], strict=False):
-        ep = np.arange(1, len(d["loss"][lr]) + 1)
-        a1.plot(ep, d["loss"][lr], color=col, marker="o", ms=3, label=f"Adam, lr {lr:g}")
-        a2.plot(ep, 100 * np.array(d["acc"][lr]), color=col, marker="o", ms=3)
-    ep = np.arange(1, len(d["safe_loss"]) + 1)
-    a1.plot(ep, d["safe_loss"], color=c["fg"], ls="--", marker="s", ms=3,
-            label=f"lr {d['safe_lr']:g}\n+ warm-up + clip")  # fmt: skip
-    a2.plot(ep, 100 * np.array(d["safe_acc"]), color=c["fg"], ls="--", marker="s", ms=3)
-    fig.legend(loc="outside right center", fontsize=8)
-    a1.set_yscale("log")
-    a1.set(xlabel="epoch", ylabel="training loss (log scale)", title="Training loss")
-    a2.set(xlabel="epoch", ylabel="test accuracy (%)", ylim=(0, 102), title="Test accuracy")
-    for ax in (a1, a2):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1])
+    cols = {"cnn": c["purple"], "vit_full": c["green"]}
+    for j, (m, name) in enumerate(SWEEP_MODELS.items()):
+        per = 100 * np.array([d["final"][m][lr] for lr in LRS])  # (lrs, seeds)
+        x = np.array(LRS) * 1.12 ** (j - 0.5)
+        for i in range(per.shape[1]):
+            a1.plot(x, per[:, i], "o", color=cols[m], ms=3.5, mfc="none", alpha=0.8)
+        a1.plot(x, per.mean(1), color=cols[m], lw=2, label=name)
+    _log_x(a1, LRS)
+    a1.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+    a1.legend(loc="lower left", fontsize=8)
+    a1.set(xlabel="Adam learning rate (constant; log scale)", ylabel="test accuracy (%)",
+           ylim=(0, 102), title="Sweep (circles: seeds)")  # fmt: skip
+    for x, k in enumerate(RECIPES):
+        vals = 100 * np.array(d["recipes"][k])
+        a2.plot(np.full(len(vals), x), vals, "o", color=c["green"], ms=4, mfc="none")
+        a2.plot([x - 0.25, x + 0.25], [vals.mean()] * 2, color=c["green"], lw=2)
+    a2.set_xticks(range(len(RECIPES)), list(RECIPES.values()), rotation=30, ha="right",
+                  fontsize=8)  # fmt: skip
+    a2.set(ylabel="test accuracy (%)", ylim=(0, 102), title=f"Fine-tuned ViT at {RECIPE_LR:g}")
     return fig
 
 
-@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6))
+@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True)
 def interpolated_pos(rec):
     """Four dimensions of the learned position table on its 8×8 grid and after bicubic
-    resampling to 12×12."""
-    r = runs.higher_resolution()
+    resampling to 12×12; accuracy at 48×48 with each table, before and after fine-tuning,
+    and the controls that say whether the model uses positions at all."""
+    import torch
+
+    from vitbook.train import accuracy
+
     pre = runs.pretrained_shapes_vit()["model"]
+    cfg48 = dataclasses.replace(pre.cfg, image_size=shapes.HIRES)
+    new_table = interpolate_pos_embed(pre.pos_embed.detach(), pre.cfg.grid, cfg48.grid)
     old = pre.pos_embed.detach()[0, 1:].numpy()  # (64, D)
-    new = r["interpolated_table"][0, 1:].numpy()  # (144, D)
-    (gh, gw), (nh, nw) = r["old_grid"], r["new_grid"]
-    # the four dimensions with the most variance across positions
-    dims = np.argsort(-old.var(axis=0))[:4]
+    new = new_table[0, 1:].numpy()  # (144, D)
+    (gh, gw), (nh, nw) = pre.cfg.grid, cfg48.grid
+    dims = np.argsort(-old.var(axis=0))[:4]  # the four dimensions with the most variance
     rec.fact("old_grid", f"{gh}×{gw}")
     rec.fact("new_grid", f"{nh}×{nw}")
-    rec.fact("hires_size", r["size"])
-    cls_same = bool(
-        np.allclose(r["interpolated_table"][0, 0].numpy(), pre.pos_embed[0, 0].detach().numpy())
-    )
+    rec.fact("hires_size", shapes.HIRES)
+    cls_same = bool(torch.equal(new_table[0, 0], pre.pos_embed[0, 0].detach()))
     rec.fact("cls_untouched", "yes" if cls_same else "no")
-    for name in ("interpolated", "fresh"):
-        rec.fact(f"hires_{name}_before", r[name]["before"], "{:.1%}")
-        rec.fact(f"hires_{name}_after", r[name]["history"].final_test_acc, "{:.1%}")
-    rec.fact("hires_epochs", r["interpolated"]["history"].epochs)
-    hires_seconds = sum(r[n]["history"].seconds for n in ("interpolated", "fresh"))
-    rec.fact("hires_seconds", hires_seconds, "{:.0f}", measured=True)
-    rec.fact("pre_acc_32", runs.pretrained_shapes_vit()["history"].final_test_acc, "{:.1%}")
+    # controls without any training: does the pre-trained model use its position table?
+    _, test48 = shapes.hires_data()
+    test32 = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=shapes.PRETRAIN_TEST_SEED).tensors()
+    torch.manual_seed(0)
+    before = {t: accuracy(shapes.at_resolution(pre, shapes.HIRES, t), test48)
+              for t in ("interpolated", "fresh", "zero")}  # fmt: skip
+    at32 = {"learned": accuracy(pre, test32),
+            "zero": accuracy(shapes.at_resolution(pre, 32, "zero"), test32)}  # fmt: skip
+    for t, a in before.items():
+        rec.fact(f"hires_{t}_before", a, "{:.1%}", tol=0.03)
+    rec.fact("pos_learned_32", at32["learned"], "{:.1%}", tol=0.03)
+    rec.fact("pos_zero_32", at32["zero"], "{:.1%}", tol=0.03)
+    rec.fact("pos_zero_drop", 100 * (at32["learned"] - at32["zero"]), "{:.1f}", tol=3.0)
+    runs_ = {t: [runs.hires_run(table=t, seed=s) for s in SEEDS] for t in ("interpolated", "fresh")}
+    after = {t: [x["after"] for x in v] for t, v in runs_.items()}
+    for t in after:
+        _seeded(rec, f"hires_{t}_after", after[t])
+    rec.fact("hires_verdict", stats.verdict(after["interpolated"], after["fresh"]))
+    rec.fact("hires_epochs", runs_["fresh"][0]["epochs"])
+    rec.fact("hires_seconds", sum(x["seconds"] for v in runs_.values() for x in v), "{:.0f}",
+             measured=True)  # fmt: skip
+    rec.fact("pre_acc_32", at32["learned"], "{:.1%}", tol=0.03)
     return {
         "old": old[:, dims].T.reshape(4, gh, gw), "new": new[:, dims].T.reshape(4, nh, nw),
-        "dims": dims.tolist(),
-        "acc": {n: (r[n]["before"], r[n]["history"].final_test_acc) for n in r if n in NEW},
+        "dims": dims.tolist(), "before": before, "after": after,
     }  # fmt: skip
-
-
-NEW = ("interpolated", "fresh")
 
 
 @interpolated_pos.draw
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 5, width_ratios=[1, 1, 1, 1, 1.6])
+    grid = fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+    lim = max(np.abs(d["old"]).max(), np.abs(d["new"]).max())
     for i in range(4):
-        lim = np.abs(d["old"][i]).max()
         for row, key in enumerate(("old", "new")):
             ax = fig.add_subplot(grid[row, i])
-            ax.imshow(d[key][i], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+            im = ax.imshow(d[key][i], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             g = d[key][i].shape[0]
             ax.set_title(f"dim {d['dims'][i]}, {g}×{g}", fontsize=8, loc="center",
                          fontweight="normal")  # fmt: skip
-    ax = fig.add_subplot(grid[:, 4])
+    cax = fig.add_subplot(grid[:, 4])
+    fig.colorbar(im, cax=cax, label="table value")
+    ax = fig.add_subplot(grid[:, 5])
     names = ["interpolated", "fresh"]
-    x = np.arange(2)
-    before = [100 * d["acc"][n][0] for n in names]
-    after = [100 * d["acc"][n][1] for n in names]
-    ax.bar(x - 0.2, before, 0.38, color=c["muted"])
-    ax.bar(x + 0.2, after, 0.38, color=c["blue"])
-    for xi, b, a in zip(x, before, after, strict=True):
-        ax.text(xi - 0.2, b + 1, f"{b:.0f}", ha="center", fontsize=8)
-        ax.text(xi + 0.2, a + 1, f"{a:.0f}", ha="center", fontsize=8)
-    ax.set_xticks(x, ["interpolated\ntable", "fresh\ntable"])
-    ax.set(ylabel="test accuracy at 48×48 (%)", ylim=(0, 110))
-    ax.text(-0.4, 104, "grey: before, blue: after fine-tuning", fontsize=8, color=c["fg"])
+    for x, n in enumerate(names):
+        ax.plot([x - 0.2], [100 * d["before"][n]], "s", color=c["muted"], ms=6)
+        vals = 100 * np.array(d["after"][n])
+        ax.plot(np.full(len(vals), x + 0.2), vals, "o", color=c["blue"], ms=4, mfc="none")
+        ax.plot([x + 0.05, x + 0.35], [vals.mean()] * 2, color=c["blue"], lw=2)
+    ax.plot([2 - 0.2], [100 * d["before"]["zero"]], "s", color=c["muted"], ms=6)
+    ax.set_xticks([0, 1, 2], ["interpolated\ntable", "fresh\ntable", "zero\ntable"], fontsize=8)
+    ax.set(ylabel="test accuracy at 48×48 (%)", ylim=(0, 110), xlim=(-0.5, 2.5))
+    ax.text(-0.45, 103, "■ before, ○ after fine-tuning", fontsize=8, color=c["fg"])
     return fig
 
 
@@ -347,4 +433,12 @@ def recipes(rec):
     rec.fact("paper_scratch_lr", "3e-3")
     rec.fact("paper_scratch_wd", 0.3)
     rec.fact("paper_scratch_epochs", 300)
+    # fine-tuning (appendix B.1.1, Table 4): SGD with momentum, a small grid of rates, clipping
+    rec.fact("paper_ft_optimizer", "SGD with momentum 0.9")
+    rec.fact("paper_ft_lrs", "0.001, 0.003, 0.01, 0.03")
+    rec.fact("paper_ft_clip", 1)
+    # Fig. 4: ViT-B/32 against ResNet50 on random subsets of JFT-300M
+    rec.fact("paper_fig4_small", "9M")
+    rec.fact("paper_fig4_large", "90M")
+    rec.fact("paper_fig4_largest", "300M")
     return {}

@@ -15,19 +15,41 @@ from vitbook.analysis import (
 )
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
+from vitbook.experiments import stats
+from vitbook.model import VisionTransformer
 
 N_TEST = 1000  # test images for the measured scores
 SHOW = 6  # images drawn in the rollout figure
+
+
+RANDOM_DRAWS = 200  # random filter banks for the spectrum's baseline
+DELETE_IMAGES = 300  # test images of the deletion curve
+DELETE_STEPS = np.linspace(0, 0.5, 9)  # shares of patches deleted
 
 
 def _model():
     return runs.pretrained_shapes_vit()["model"]
 
 
-@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6))
+def _random_model(seed: int = 0) -> VisionTransformer:
+    """The same architecture with fresh weights (the model before pre-training)."""
+    torch.manual_seed(seed)
+    return VisionTransformer(cfg=_model().cfg).eval()
+
+
+def _spectrum(w: torch.Tensor) -> np.ndarray:
+    """Share of variance of each principal component of a (D, ...) filter bank."""
+    flat = w.reshape(len(w), -1).double()
+    flat = flat - flat.mean(0, keepdim=True)
+    s = torch.linalg.svdvals(flat)
+    return (s**2 / (s**2).sum()).numpy()
+
+
+@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6), trained=True)
 def embedding_filters(rec):
     """Principal components of the patch-embedding filters (the Conv2d weight, D filters of
-    3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains."""
+    3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains, against
+    random filter banks of the same shape."""
     w = _model().patch_embed.proj.weight.detach().double()  # (D, 3, P, P)
     D, C, P, _ = w.shape
     flat = w.reshape(D, -1)  # (D, 3 P^2)
@@ -35,12 +57,28 @@ def embedding_filters(rec):
     _, s, vt = torch.linalg.svd(flat, full_matrices=False)
     var = (s**2 / (s**2).sum()).numpy()
     comps = vt[:12].reshape(12, C, P, P).numpy()
+    # baseline: i.i.d. Gaussian filter banks of the same shape (the spectrum is scale-free)
+    gen = torch.Generator().manual_seed(0)
+    rand = np.stack([_spectrum(torch.randn(D, C * P * P, generator=gen, dtype=torch.float64))
+                     for _ in range(RANDOM_DRAWS)])  # fmt: skip
+    init = _spectrum(_random_model().patch_embed.proj.weight.detach())  # before training
+    r_pc1 = np.quantile(rand[:, 0], [0.025, 0.5, 0.975])
+    r_90 = (np.cumsum(rand, 1) < 0.9).sum(1) + 1
     rec.fact("filter_count", D)
     rec.fact("filter_values", C * P * P)
-    rec.fact("pc1_var", var[0], "{:.0%}")
-    rec.fact("pc12_var", var[:12].sum(), "{:.0%}")
-    rec.fact("pcs_for_90", int(np.searchsorted(np.cumsum(var), 0.9) + 1))
-    return {"comps": comps, "var": var}
+    rec.fact("pc1_var", var[0], "{:.0%}", tol=0.03)
+    rec.fact("pc12_var", var[:12].sum(), "{:.0%}", tol=0.03)
+    rec.fact("pcs_for_90", int(np.searchsorted(np.cumsum(var), 0.9) + 1), tol=2)
+    rec.fact("rand_pc1_lo", r_pc1[0], "{:.0%}")
+    rec.fact("rand_pc1_hi", r_pc1[2], "{:.0%}")
+    rec.fact("rand_pc12", float(np.median(rand[:, :12].sum(1))), "{:.0%}")
+    rec.fact("rand_pcs_for_90", int(np.median(r_90)))
+    rec.fact("rand_draws", RANDOM_DRAWS)
+    rec.fact("init_pc1_var", init[0], "{:.0%}")
+    rec.fact("pc1_vs_random", "above" if var[0] > r_pc1[2] else
+             "below" if var[0] < r_pc1[0] else "within")  # fmt: skip
+    return {"comps": comps, "var": var, "rand_lo": np.quantile(rand, 0.025, 0),
+            "rand_hi": np.quantile(rand, 0.975, 0)}  # fmt: skip
 
 
 @embedding_filters.draw
@@ -56,10 +94,12 @@ def _(d, v):
         ax.set_title(f"PC {i + 1}", fontsize=8, loc="center", fontweight="normal")
     ax = fig.add_subplot(grid[:, 7])
     k = np.arange(1, len(d["var"]) + 1)
-    ax.bar(k, 100 * d["var"], color=c["blue"])
-    ax.plot(k, 100 * np.cumsum(d["var"]), color=c["orange"], marker="o", ms=2)
-    plot.label_line(ax, 12, 100 * np.cumsum(d["var"])[11] - 8, "cumulative", c["orange"])
-    ax.set(xlabel="component", ylabel="variance explained (%)", ylim=(0, 105))
+    ax.bar(k, 100 * d["var"], color=c["blue"], width=0.7, label="trained filters")
+    ax.fill_between(k, 100 * d["rand_lo"], 100 * d["rand_hi"], color=c["fg"], alpha=0.35,
+                    lw=0, step="mid", zorder=3, label="random filters (95%)")  # fmt: skip
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set(xlabel="component", ylabel="variance explained (%)",
+           ylim=(0, 1.25 * 100 * max(d["var"][0], d["rand_hi"][0])))  # fmt: skip
     return fig
 
 
@@ -116,29 +156,60 @@ def _attn(model, x):
     return out["attn"], out["logits"]
 
 
-@figure(chapter=10, id="attention-distance", size=(7.2, 3.2))
+def _in_box(boxes: np.ndarray, grid: tuple[int, int], patch: int) -> np.ndarray:
+    """(n, gh * gw) bool: is each patch's centre inside the image's box?"""
+    gh, gw = grid
+    cy = np.repeat(np.arange(gh), gw) * patch + patch / 2
+    cx = np.tile(np.arange(gw), gh) * patch + patch / 2
+    x0, y0, x1, y1 = (boxes[:, i : i + 1] for i in range(4))
+    return (cx >= x0) & (cx <= x1) & (cy >= y0) & (cy <= y1)
+
+
+@figure(chapter=10, id="attention-distance", size=(7.2, 3.2), trained=True)
 def attention_distance(rec):
-    """Mean attention distance of every head in every layer, averaged over test images."""
+    """Mean attention distance of every head in every layer, averaged over test images, for
+    the trained model and for the same model with random weights."""
     model = _model()
-    _, x = _test_set()
-    attns, _ = _attn(model, x[:256])
+    s, x = _test_set()
+    n = 256
+    attns, _ = _attn(model, x[:n])
+    rattns, _ = _attn(_random_model(), x[:n])
     cfg = model.cfg
     dist = np.stack([mean_attention_distance(a, cfg.grid, cfg.patch_size).numpy() for a in attns])
-    rec.fact("dist_l1_min", float(dist[0].min()), "{:.1f}")
-    rec.fact("dist_l1_max", float(dist[0].max()), "{:.1f}")
-    rec.fact("dist_last_min", float(dist[-1].min()), "{:.1f}")
-    rec.fact("dist_last_max", float(dist[-1].max()), "{:.1f}")
-    rec.fact("dist_l1_mean", float(dist[0].mean()), "{:.1f}")
-    rec.fact("dist_last_mean", float(dist[-1].mean()), "{:.1f}")
+    rdist = np.stack([mean_attention_distance(a, cfg.grid, cfg.patch_size).numpy() for a in rattns])
+    for name, val in (
+        ("dist_l1_min", dist[0].min()),
+        ("dist_l1_max", dist[0].max()),
+        ("dist_last_min", dist[-1].min()),
+        ("dist_last_max", dist[-1].max()),
+        ("dist_l1_mean", dist[0].mean()),
+        ("dist_last_mean", dist[-1].mean()),
+    ):
+        rec.fact(name, float(val), "{:.1f}", tol=0.5)  # fmt: skip
+    rec.fact("dist_random_min", float(rdist.min()), "{:.1f}")
+    rec.fact("dist_random_max", float(rdist.max()), "{:.1f}")
     # what uniform attention over all patches would give: the mean distance between patches
     ys, xs = np.meshgrid(np.arange(cfg.grid[0]), np.arange(cfg.grid[1]), indexing="ij")
     centres = np.stack([ys.ravel(), xs.ravel()], -1) * cfg.patch_size
     uniform = np.linalg.norm(centres[:, None] - centres[None], axis=-1).mean()
     rec.fact("dist_uniform", float(uniform), "{:.1f}")
+    # the claim behind the numbers: patch queries (not the class token) attend to the object
+    inside = _in_box(s.boxes[:n], cfg.grid, cfg.patch_size)  # (n, N)
+    last = attns[-1][:, :, 1:, 1:].double()  # patch queries, patch keys (B, heads, N, N)
+    last = last / last.sum(-1, keepdim=True)
+    on_obj = (last * torch.from_numpy(inside)[:, None, None, :]).sum(-1)  # (B, heads, N)
+    share = on_obj.mean((1, 2)).numpy()  # per image: mean over heads and patch queries
+    area = inside.mean(1)  # the share uniform attention would put on the object
+    lo, hi = stats.interval(share)
+    rec.fact("patch_on_object", float(share.mean()), "{:.0%}", tol=max(0.03, hi - lo))
+    rec.fact("patch_on_object_lo", lo, "{:.0%}", tol=max(0.03, hi - lo))
+    rec.fact("patch_on_object_hi", hi, "{:.0%}", tol=max(0.03, hi - lo))
+    rec.fact("object_area", float(area.mean()), "{:.0%}")
     rec.fact("depth", cfg.depth)
     rec.fact("heads", cfg.heads)
     rec.fact("image_px", cfg.image_hw[0])
-    return {"dist": dist, "uniform": uniform}
+    rec.fact("dist_images", n)
+    return {"dist": dist, "rdist": rdist, "uniform": uniform}
 
 
 @attention_distance.draw
@@ -150,16 +221,18 @@ def _(d, v):
     for h in range(H):
         ax.plot(np.arange(1, L + 1) + (h - (H - 1) / 2) * 0.05, dist[:, h], "o", ms=6,
                 color=c[plot.CYCLE[h % len(plot.CYCLE)]], alpha=0.9)  # fmt: skip
+        ax.plot(np.arange(1, L + 1) + 0.3 + (h - (H - 1) / 2) * 0.04, d["rdist"][:, h], "x",
+                ms=5, color=c["muted"])  # fmt: skip
     ax.plot(np.arange(1, L + 1), dist.mean(1), color=c["muted"], lw=1)
     ax.axhline(d["uniform"], color=c["muted"], ls="--", lw=0.8)
-    ax.text(L + 0.25, d["uniform"], "uniform\nattention", color=c["muted"], fontsize=8,
+    ax.text(L + 0.45, d["uniform"], "uniform\nattention", color=c["muted"], fontsize=8,
             va="center")  # fmt: skip
     ax.set_xticks(np.arange(1, L + 1))
-    ax.set_xlim(0.6, L + 1.1)
-    top = 1.2 * max(dist.max(), d["uniform"])
+    ax.set_xlim(0.6, L + 1.3)
+    top = 1.2 * max(dist.max(), d["uniform"], d["rdist"].max())
     ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, top))
-    ax.text(0.02, 0.04, "one dot per head; grey line: mean over heads", fontsize=8,
-            color=c["fg"], transform=ax.transAxes)  # fmt: skip
+    ax.text(0.02, 0.04, "dots: the heads of the trained model; ×: random weights",
+            fontsize=8, color=c["fg"], transform=ax.transAxes)  # fmt: skip
     return fig
 
 
@@ -183,39 +256,73 @@ def _chance(boxes: np.ndarray, grid: tuple[int, int], patch: int) -> float:
     return float((inside_y.sum(1) * inside_x.sum(1) / (gh * gw)).mean())
 
 
-# --8<-- [start:localisation]
-@figure(chapter=10, id="rollout", size=(7.2, 3.9))
-def rollout(rec):
-    """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
-    the six shapes, and how often each map's peak lands inside the object's box."""
-    model = _model()
-    s, x = _test_set()
-    cfg = model.cfg
+def _maps(model, x, grid):
+    """Raw last-layer CLS attention (heads averaged) and rollout maps, (n, gh, gw) each, and
+    the predictions."""
     raw_maps, roll_maps, preds = [], [], []
     for i in range(0, len(x), 250):
         attns, logits = _attn(model, x[i : i + 250])
         last = attns[-1].mean(1)[:, 0, 1:]  # (B, N): CLS row of the last layer, heads averaged
-        raw_maps.append(last.reshape(-1, *cfg.grid))
-        roll_maps.append(rollout_cls_map(attention_rollout(attns), cfg.grid))  # (B, gh, gw)
+        raw_maps.append(last.reshape(-1, *grid))
+        roll_maps.append(rollout_cls_map(attention_rollout(attns), grid))  # (B, gh, gw)
         preds.append(logits.argmax(-1))
-    raw = torch.cat(raw_maps).numpy()
-    roll = torch.cat(roll_maps).numpy()
-    pred = torch.cat(preds).numpy()
-    hit_raw = _peak_inside(raw, s.boxes, cfg.patch_size)
-    hit_roll = _peak_inside(roll, s.boxes, cfg.patch_size)
+    return torch.cat(raw_maps).numpy(), torch.cat(roll_maps).numpy(), torch.cat(preds).numpy()
+
+
+def colour_saliency(images: np.ndarray, patch: int) -> np.ndarray:
+    """The trivial heuristic: each patch's mean saturation (max minus min over the RGB
+    channels), (n, gh, gw). The objects are saturated and the background is not."""
+    sat = images.max(1) - images.min(1)  # (n, H, W)
+    n, h, w = sat.shape
+    return sat.reshape(n, h // patch, patch, w // patch, patch).mean((2, 4))
+
+
+# --8<-- [start:localisation]
+@figure(chapter=10, id="rollout", size=(7.2, 4.3), trained=True)
+def rollout(rec):
+    """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
+    the six shapes, and how often each map's peak lands inside the object's box, against
+    chance, a colour-saliency heuristic and the same model with random weights."""
+    model = _model()
+    s, x = _test_set()
+    cfg = model.cfg
+    raw, roll, pred = _maps(model, x, cfg.grid)
+    r_raw, r_roll, _ = _maps(_random_model(), x, cfg.grid)
+    hits = {
+        "rollout": _peak_inside(roll, s.boxes, cfg.patch_size),
+        "raw": _peak_inside(raw, s.boxes, cfg.patch_size),
+        "saliency": _peak_inside(
+            colour_saliency(s.images, cfg.patch_size), s.boxes, cfg.patch_size
+        ),  # fmt: skip
+        "random_rollout": _peak_inside(r_roll, s.boxes, cfg.patch_size),
+        "random_raw": _peak_inside(r_raw, s.boxes, cfg.patch_size),
+    }
     chance = _chance(s.boxes, cfg.grid, cfg.patch_size)
     # --8<-- [end:localisation]
     correct = pred == s.labels
     rec.fact("loc_images", len(x), "{:,}")
-    rec.fact("loc_raw", hit_raw.mean(), "{:.1%}")
-    rec.fact("loc_rollout", hit_roll.mean(), "{:.1%}")
+    for k, h in hits.items():
+        lo, hi = stats.interval(h)
+        tol = max(0.02, hi - lo) if "random" not in k and k != "saliency" else None
+        rec.fact(f"loc_{k}", h.mean(), "{:.1%}", tol=tol)
+        rec.fact(f"loc_{k}_lo", lo, "{:.1%}", tol=tol)
+        rec.fact(f"loc_{k}_hi", hi, "{:.1%}", tol=tol)
     rec.fact("loc_chance", chance, "{:.1%}")
-    rec.fact("loc_rollout_beats_raw", "yes" if hit_roll.mean() > hit_raw.mean() else "no")
-    rec.fact("loc_rollout_correct", hit_roll[correct].mean(), "{:.1%}")
-    rec.fact("loc_rollout_wrong", hit_roll[~correct].mean() if (~correct).any() else float("nan"),
-             "{:.1%}")  # fmt: skip
-    rec.fact("loc_n_wrong", int((~correct).sum()))
-    rec.fact("loc_acc", correct.mean(), "{:.1%}")
+
+    def overlap(a: str, b: str) -> str:  # 95% intervals that do not overlap decide
+        la, ha = stats.interval(hits[a])
+        lb, hb = stats.interval(hits[b])
+        return "higher" if la > hb else "lower" if ha < lb else "indistinguishable"
+
+    rec.fact("loc_rollout_vs_raw", overlap("rollout", "raw"))
+    rec.fact("loc_rollout_vs_saliency", overlap("rollout", "saliency"))
+    rec.fact("loc_rollout_vs_random", overlap("rollout", "random_rollout"))
+    wrong = hits["rollout"][~correct]
+    rec.fact("loc_rollout_correct", hits["rollout"][correct].mean(), "{:.1%}", tol=0.03)
+    rec.fact("loc_rollout_wrong", wrong.mean() if len(wrong) else float("nan"), "{:.1%}",
+             tol=0.15)  # fmt: skip
+    rec.fact("loc_n_wrong", int((~correct).sum()), tol=15)
+    rec.fact("loc_acc", correct.mean(), "{:.1%}", tol=0.03)
     show = np.arange(SHOW)
     images = s.images[show].transpose(0, 2, 3, 1)
     return {
@@ -229,25 +336,155 @@ def rollout(rec):
 def _(d, v):
     c = plot.colors(v)
     n = len(d["images"])
-    fig, axes = plot.subplots(v, 3, n)
+    fig = plot.new_figure(v)
+    grid = fig.add_gridspec(3, n + 1, width_ratios=[1] * n + [0.12])
     rows = [("image", None), ("last-layer\nCLS attention", "raw"), ("attention\nrollout", "roll")]
     for j in range(n):
         for i, (name, key) in enumerate(rows):
-            ax = axes[i, j]
+            ax = fig.add_subplot(grid[i, j])
             if key is None:
                 plot.show_image(ax, d["images"][j])
                 ok = d["labels"][j] == d["preds"][j]
                 ax.set_title(f"{d['labels'][j]}\n(model: {d['preds'][j]})", fontsize=8,
                              loc="center", fontweight="normal",
                              color=c["fg"] if ok else c["red"])  # fmt: skip
+                edge = c["fg"]
             else:
+                # the map alone, in grey levels: its intensity cannot pass for an object's colour
                 m = d[key][j]
-                plot.attention_overlay(ax, d["images"][j], m / m.max(), alpha=0.65)
+                im = ax.imshow(m / m.max(), cmap="gray", vmin=0, vmax=1, interpolation="nearest",
+                               extent=(-0.5, 31.5, 31.5, -0.5))  # fmt: skip
+                ax.set_xticks([])
+                ax.set_yticks([])
+                for spine in ax.spines.values():
+                    spine.set_visible(False)
+                edge = c["orange"]
             x0, y0, x1, y1 = d["boxes"][j]
             ax.add_patch(plot.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False,
-                                        ec="white", lw=1, ls="--"))  # fmt: skip
+                                        ec=edge, lw=1.2, ls="--"))  # fmt: skip
             if j == 0:
                 ax.set_ylabel(name, fontsize=8)
+    cax = fig.add_subplot(grid[1:, n])
+    fig.colorbar(im, cax=cax, label="weight / image's maximum")
+    return fig
+
+
+def _rank_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation between paired maps, one value per image."""
+    ra = a.reshape(len(a), -1).argsort(1).argsort(1).astype(float)
+    rb = b.reshape(len(b), -1).argsort(1).argsort(1).astype(float)
+    ra -= ra.mean(1, keepdims=True)
+    rb -= rb.mean(1, keepdims=True)
+    return (ra * rb).sum(1) / np.sqrt((ra**2).sum(1) * (rb**2).sum(1))
+
+
+def _randomised(model, k: int, seed: int = 0):
+    """``model`` with its top ``k`` blocks (and for k > depth the final norm, the
+    embeddings too) replaced by fresh weights: cascading randomisation (Adebayo et al.)."""
+    import copy
+
+    fresh = _random_model(seed)
+    m = copy.deepcopy(model)
+    depth = len(m.blocks)
+    for i in range(depth - 1, depth - 1 - min(k, depth), -1):
+        m.blocks[i].load_state_dict(fresh.blocks[i].state_dict())
+    if k > depth:
+        m.load_state_dict(fresh.state_dict())
+    return m.eval()
+
+
+@torch.no_grad()
+def _deletion(model, x, order, steps, grid, patch):
+    """Probability of each image's predicted class as the top-ranked patches (``order``:
+    (n, N) patch indices, most important first) are replaced by the mid-grey background."""
+    gh, gw = grid
+    n = len(x)
+    pred = model(x).argmax(-1)
+    out = []
+    for share in steps:
+        k = int(round(share * gh * gw))
+        xd = x.clone()
+        mask = torch.zeros(n, gh * gw, dtype=torch.bool)
+        if k:
+            mask.scatter_(1, torch.from_numpy(order[:, :k]), True)
+        pix = mask.reshape(n, 1, gh, 1, gw, 1).expand(n, 1, gh, patch, gw, patch)
+        pix = pix.reshape(n, 1, gh * patch, gw * patch).expand_as(xd)
+        xd[pix] = 0.0  # 0 after normalisation is the grey MEAN
+        p = model(xd).softmax(-1).gather(1, pred[:, None])[:, 0]
+        out.append(float(p.mean()))
+    return np.array(out)
+
+
+@figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True)
+def map_checks(rec):
+    """Left: how much the maps change when the model's weights are randomised from the top
+    block down (rank correlation with the trained model's maps). Right: the predicted class's
+    probability as patches are deleted in the order each map ranks them, and at random."""
+    model = _model()
+    s, x = _test_set()
+    cfg = model.cfg
+    n = DELETE_IMAGES
+    raw, roll, _ = _maps(model, x[:n], cfg.grid)
+    depth = cfg.depth
+    corr = {"raw": [], "roll": []}
+    for k in range(1, depth + 2):
+        r_raw, r_roll, _ = _maps(_randomised(model, k), x[:n], cfg.grid)
+        corr["raw"].append(float(_rank_corr(raw, r_raw).mean()))
+        corr["roll"].append(float(_rank_corr(roll, r_roll).mean()))
+    rec.fact("rand_corr_roll_top", corr["roll"][0], "{:.2f}", tol=0.1)
+    rec.fact("rand_corr_roll_all", corr["roll"][-1], "{:.2f}", tol=0.1)
+    rec.fact("rand_corr_raw_top", corr["raw"][0], "{:.2f}", tol=0.1)
+    rec.fact("rand_corr_raw_all", corr["raw"][-1], "{:.2f}", tol=0.1)
+    rng = np.random.default_rng(0)
+    N = cfg.num_patches
+    orders = {
+        "rollout": np.argsort(-roll.reshape(n, -1), axis=1, kind="stable"),
+        "raw": np.argsort(-raw.reshape(n, -1), axis=1, kind="stable"),
+        "saliency": np.argsort(
+            -colour_saliency(s.images[:n], cfg.patch_size).reshape(n, -1), axis=1, kind="stable"
+        ),  # fmt: skip
+        "random": np.stack([rng.permutation(N) for _ in range(n)]),
+    }
+    curves = {k: _deletion(model, x[:n], o, DELETE_STEPS, cfg.grid, cfg.patch_size)
+              for k, o in orders.items()}  # fmt: skip
+    area = {k: float(np.trapezoid(c, DELETE_STEPS) / DELETE_STEPS[-1]) for k, c in curves.items()}
+    for k, a in area.items():
+        rec.fact(f"del_{k}", a, "{:.2f}", tol=0.05)
+    step = int(np.searchsorted(DELETE_STEPS, 0.25))
+    for k, cur in curves.items():
+        rec.fact(f"del_{k}_25", cur[step], "{:.0%}", tol=0.05)
+    rec.fact("del_images", n)
+    rec.fact("del_max_share", DELETE_STEPS[-1], "{:.0%}")
+    rec.fact("del_rollout_vs_raw", "lower" if area["rollout"] < area["raw"] - 0.05 else
+             "higher" if area["rollout"] > area["raw"] + 0.05 else "about the same")  # fmt: skip
+    return {"corr": corr, "curves": curves, "steps": DELETE_STEPS, "depth": depth}
+
+
+@map_checks.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    depth = d["depth"]
+    x = np.arange(1, depth + 2)
+    a1.plot(x, d["corr"]["roll"], "o-", color=c["green"], label="rollout")
+    a1.plot(x, d["corr"]["raw"], "s--", color=c["blue"], label="last-layer CLS")
+    a1.set_xticks(x, [f"top {k}" for k in range(1, depth + 1)] + ["all"], fontsize=8)
+    a1.axhline(0, color=c["muted"], lw=0.8)
+    a1.set(xlabel="blocks re-initialised", ylabel="rank correlation with trained map",
+           ylim=(-0.5, 1.05), title="Randomisation check")  # fmt: skip
+    a1.legend(fontsize=8, loc="upper right")
+    cols = {"rollout": c["green"], "raw": c["blue"], "saliency": c["orange"], "random": c["muted"]}
+    names = {"rollout": "rollout", "raw": "last-layer CLS", "saliency": "colour saliency",
+             "random": "random order"}  # fmt: skip
+    for k, cur in d["curves"].items():
+        a2.plot(100 * d["steps"], 100 * cur, "o-", ms=3, color=cols[k], label=names[k])
+    a2.set(
+        xlabel="patches deleted, most important first (%)",
+        ylabel="probability of predicted class (%)",
+        ylim=(0, 102),
+        title="Deletion curve",
+    )
+    a2.legend(fontsize=8, loc="upper right")
     return fig
 
 
