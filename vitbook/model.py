@@ -339,6 +339,11 @@ class VisionTransformer(nn.Module):
 
     ``model(x)`` returns logits (B, K); ``model(x, return_intermediates=True)`` or
     ``model.forward_intermediates(x)`` returns a dict of every stage (see there).
+
+    With ``pool="mean"`` the final ``norm`` acts on every token and the patch tokens are then
+    averaged. timm's mean-pooling models (``global_pool="avg"``) average first and normalise
+    after, in ``fc_norm``, with no ``norm``: their checkpoints do not load here
+    (``load_pretrained`` names the keys); only the CLS-pooled layout is timm's.
     """
 
     def __init__(self, *, cfg: ViTConfig) -> None:
