@@ -404,7 +404,9 @@ class VisionTransformer(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
     def set_fused_attn(self, fused: bool) -> None:
-        """Switch every block between the fused SDPA path and the explicit path."""
+        """Switch every block between the fused SDPA path and the explicit path; ``cfg`` says
+        which (``cfg.fused_attn``), so a model built from it takes the same path."""
+        self.cfg = dataclasses.replace(self.cfg, fused_attn=fused)
         for blk in self.blocks:
             blk.attn.fused = fused
 
@@ -455,13 +457,8 @@ class VisionTransformer(nn.Module):
             "blocks" [(B, N+1, D)] * L, "attn" [(B, heads, N+1, N+1)] * L (empty if not
             requested), "encoded" (B, N+1, D) after the final norm, "pooled" (B, D), "logits".
         """
-        self._check_input(x)
         out: dict[str, Any] = {"blocks": [], "attn": []}
-        z = out["patches"] = self.patch_embed(x)  # (B, N, D)
-        cls = self.cls_token.expand(z.shape[0], -1, -1)  # (B, 1, D)
-        z = out["with_cls"] = torch.cat([cls, z], dim=1)  # (B, N+1, D)
-        if self.pos_embed is not None and use_pos_embed:
-            z = z + self.pos_embed  # (B, N+1, D), Eq. 1
+        out["patches"], out["with_cls"], z = self._embed(x, use_pos_embed)  # Eq. 1
         out["with_pos"] = z
         for blk in self.blocks:
             z, w = blk(z, return_weights=attn)  # Eq. 2-3, (B, N+1, D)
@@ -469,8 +466,7 @@ class VisionTransformer(nn.Module):
             if attn:
                 out["attn"].append(w)  # (B, heads, N+1, N+1)
         z = out["encoded"] = self.norm(z)  # Eq. 4, (B, N+1, D)
-        pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
-        out["pooled"] = pooled
+        pooled = out["pooled"] = self._pool(z)  # (B, D)
         out["logits"] = self.head(pooled)  # (B, K)
         return out
         # --8<-- [end:vit-forward]
@@ -479,7 +475,8 @@ class VisionTransformer(nn.Module):
         self, x: torch.Tensor, *, return_intermediates: bool = False, use_pos_embed: bool = True
     ) -> torch.Tensor | dict[str, Any]:
         """Logits (B, K), or with ``return_intermediates=True`` the dict of
-        ``forward_intermediates`` (attention weights included).
+        ``forward_intermediates`` (attention weights included). Same embedding and pooling as
+        ``forward_intermediates``; only the intermediates are not kept.
 
         Args:
             x: images (B, C, H, W).
@@ -488,16 +485,28 @@ class VisionTransformer(nn.Module):
         """
         if return_intermediates:
             return self.forward_intermediates(x, attn=True, use_pos_embed=use_pos_embed)
-        self._check_input(x)
-        z = self.patch_embed(x)  # (B, N, D)
-        z = torch.cat([self.cls_token.expand(z.shape[0], -1, -1), z], dim=1)  # (B, N+1, D)
-        if self.pos_embed is not None and use_pos_embed:
-            z = z + self.pos_embed  # (B, N+1, D)
+        _, _, z = self._embed(x, use_pos_embed)  # (B, N+1, D)
         for blk in self.blocks:
             z, _ = blk(z)  # (B, N+1, D)
-        z = self.norm(z)  # (B, N+1, D)
-        pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
-        return self.head(pooled)  # (B, K)
+        return self.head(self._pool(self.norm(z)))  # (B, K)
+
+    def _embed(
+        self, x: torch.Tensor, use_pos_embed: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Eq. 1, after checking the input: the patch tokens (B, N, D), the same with the CLS
+        token in front (B, N+1, D), and that plus the position table (B, N+1, D)."""
+        self._check_input(x)
+        patches = self.patch_embed(x)  # (B, N, D)
+        cls = self.cls_token.expand(patches.shape[0], -1, -1)  # (B, 1, D)
+        with_cls = torch.cat([cls, patches], dim=1)  # (B, N+1, D)
+        z = with_cls
+        if self.pos_embed is not None and use_pos_embed:
+            z = z + self.pos_embed  # (B, N+1, D), Eq. 1
+        return patches, with_cls, z
+
+    def _pool(self, z: torch.Tensor) -> torch.Tensor:
+        """(B, N+1, D) -> (B, D): the CLS token, or the mean of the patch tokens."""
+        return z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)
 
 
 @dataclass(frozen=True)
