@@ -29,6 +29,7 @@ def _model(seed: int = 0) -> VisionTransformer:
     return VisionTransformer(cfg=CFG)
 
 
+@pytest.mark.slow
 def test_same_seed_same_run():
     train, test = _data(), _data(24, seed=1)
     a = fit(_model(), train, test, epochs=3, batch_size=16, lr=1e-3, seed=7, progress=False)
@@ -39,6 +40,7 @@ def test_same_seed_same_run():
     assert c.train_loss != a.train_loss  # another shuffling order
 
 
+@pytest.mark.slow
 def test_loss_falls_and_history_is_complete():
     train, test = _data(), _data(24, seed=1)
     h = fit(_model(), train, test, epochs=20, batch_size=16, lr=3e-3, seed=0, progress=False)
@@ -115,6 +117,7 @@ def test_divergence_is_detected():
     assert h.epochs < 3 or math.isnan(h.train_loss[-1])
 
 
+@pytest.mark.slow
 def test_early_stopping_restores_best():
     train, test = _data(), _data(24, 1)
     model = _model()
