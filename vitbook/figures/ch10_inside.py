@@ -11,6 +11,7 @@ from vitbook.analysis import (
     attention_rollout,
     cosine_similarity_map,
     mean_attention_distance,
+    pca,
     rollout_cls_map,
 )
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
@@ -30,11 +31,9 @@ def embedding_filters(rec):
     3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains."""
     w = _model().patch_embed.proj.weight.detach().double()  # (D, 3, P, P)
     D, C, P, _ = w.shape
-    flat = w.reshape(D, -1)  # (D, 3 P^2)
-    flat = flat - flat.mean(0, keepdim=True)
-    _, s, vt = torch.linalg.svd(flat, full_matrices=False)
-    var = (s**2 / (s**2).sum()).numpy()
-    comps = vt[:12].reshape(12, C, P, P).numpy()
+    comps, _, var = pca(w.reshape(D, -1), sign=None)  # over the D filters of 3 P^2 values
+    var = var.numpy()
+    comps = comps[:12].reshape(12, C, P, P).numpy()
     rec.fact("filter_count", D)
     rec.fact("filter_values", C * P * P)
     rec.fact("pc1_var", var[0], "{:.0%}")
