@@ -29,7 +29,7 @@ def offline() -> list[str]:
 
 
 def run(
-    prefix: list[str], *cmd: str, env: dict[str, str] | None = None, timeout: int = 900
+    prefix: list[str], *cmd: str, env: dict[str, str] | None = None, timeout: int = 3600
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*prefix, *cmd],

@@ -136,7 +136,8 @@ def build_site(
     """``mkdocs build --strict -d dest`` from the repository root (optionally under ``prefix``)."""
     cmd = [*(prefix or []), sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(dest)]
     full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=900)
+    # the timeout only catches a hang (a kernel that never returns); it is not a time budget
+    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=3600)
 
 
 def built_site() -> Path:
