@@ -5,6 +5,7 @@ nox -s pdf        the book, then the printed edition into site/pdf/ (Chromium, o
 nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
 nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
+nox -s tests -- -m "not slow"   the quick tier: no site build, browser, notebook or training tests
 nox -s lint       ruff
 nox -s bench      the model's speed benchmarks (prints ratios; not a test)
 """

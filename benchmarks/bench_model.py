@@ -3,8 +3,9 @@
 Run:  python benchmarks/bench_model.py [--quick] [--threads N]
 
 One interleaved run (every contender once per repeat, in turn, so drifts in machine speed hit
-them alike); the median over repeats is reported. Ratios are ours / reference time: below 1.0
-means the book's model is faster.
+them alike), each timing taken with ``torch.utils.benchmark.Timer``; the median over repeats
+is reported, with ``torch.utils.benchmark.Compare``'s table. Ratios are ours / reference time:
+below 1.0 means the book's model is faster.
 
 1. Training throughput (forward, backward, AdamW step), at the size the book trains:
    P 4, D 64, 4 layers, 4 heads, 32x32x3 images, batch 128. Target: ratio <= 1.0.
@@ -16,11 +17,10 @@ means the book's model is faster.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+import torch.utils.benchmark as benchmark
 from torch import nn
 
 from vitbook.model import VisionTransformer, ViTConfig, preset
@@ -68,19 +68,29 @@ class TorchViT(nn.Module):
 
 
 def interleaved(contenders: dict[str, Callable[[], None]], *, repeats: int, iters: int,
-                warmup: int = 1) -> dict[str, float]:  # fmt: skip
-    """Median seconds per call of each contender, timed in turn within every repeat."""
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    times: dict[str, list[float]] = {k: [] for k in contenders}
+                label: str = "") -> dict[str, float]:  # fmt: skip
+    """Median seconds per call of each contender, timed in turn within every repeat.
+
+    Each repeat times every contender once, one after the other, with
+    ``torch.utils.benchmark.Timer.timeit(iters)`` (two warm-up calls, then ``iters`` timed
+    calls, at this process's thread count); interleaving makes drifts in machine speed hit
+    all contenders alike. The repeats of one contender are merged into one
+    ``Measurement``, whose median is returned; ``torch.utils.benchmark.Compare`` prints them.
+    """
+    threads = torch.get_num_threads()  # Timer defaults to 1 thread; keep the process's own
+    timers = {
+        name: benchmark.Timer(stmt="fn()", globals={"fn": fn}, label=label, description=name,
+                              sub_label=f"{iters} calls x {repeats} rounds",
+                              num_threads=threads)
+        for name, fn in contenders.items()
+    }  # fmt: skip
+    runs: dict[str, list[benchmark.Measurement]] = {k: [] for k in contenders}
     for _ in range(repeats):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                fn()
-            times[name].append((time.perf_counter() - t0) / iters)
-    return {k: statistics.median(v) for k, v in times.items()}
+        for name, timer in timers.items():
+            runs[name].append(timer.timeit(iters))
+    merged = {k: benchmark.Measurement.merge(v)[0] for k, v in runs.items()}
+    benchmark.Compare(list(merged.values())).print()
+    return {k: m.median for k, m in merged.items()}
 
 
 def bench_training(*, repeats: int, iters: int) -> None:
@@ -106,7 +116,7 @@ def bench_training(*, repeats: int, iters: int) -> None:
         return step
 
     t = interleaved({"ours": step_fn(ours), "torch.nn": step_fn(ref)}, repeats=repeats,
-                    iters=iters)  # fmt: skip
+                    iters=iters, label="training step, batch 128")  # fmt: skip
     for k, v in t.items():
         print(f"  {k:<10} {128 / v:8.0f} images/s")
     print(f"  ratio ours/torch.nn time: {t['ours'] / t['torch.nn']:.3f}  (target <= 1.0)")
@@ -136,7 +146,7 @@ def bench_inference(name: str, batch: int, *, repeats: int, iters: int) -> None:
     t = interleaved(
         {"ours (SDPA)": run(ours), "ours (explicit)": run(explicit),
          "torch.nn fast path": run(ref), "torch.nn, no fast path": run(ref, fastpath=False)},
-        repeats=repeats, iters=iters,
+        repeats=repeats, iters=iters, label=f"inference {name}, batch {batch}",
     )  # fmt: skip
     print(f"inference {name} batch {batch} (logits differ by {diff:.1e})")
     for k, v in t.items():

@@ -12,6 +12,7 @@ from vitbook.analysis import (
     cosine_similarity_map,
     interpolate_pos_embed,
     mean_attention_distance,
+    pca,
     rollout_cls_map,
     sincos_1d,
     sincos_2d,
@@ -176,3 +177,29 @@ def test_cosine_similarity_map() -> None:
     torch.testing.assert_close(s, s.permute(2, 3, 0, 1))
     with pytest.raises(ValueError, match="needs 17"):
         cosine_similarity_map(pe, 4)
+
+
+# ---------------------------------------------------------------- PCA
+
+
+def test_pca_finds_a_planted_direction_and_its_share() -> None:
+    """Points spread mostly along one known direction: the first component is that direction
+    (sign rule: entries sum positive), its share is the variance along it over the total."""
+    g = torch.Generator().manual_seed(0)
+    direction = torch.tensor([3.0, -1.0, 2.0, 0.5])
+    direction = direction / direction.norm()
+    x = 5 * torch.randn(400, 1, generator=g) * direction + 0.1 * torch.randn(400, 4, generator=g)
+    x = x + torch.tensor([1.0, 2.0, 3.0, 4.0])  # an offset the mean must remove
+    comps, mean, share = pca(x)
+    assert comps.dtype == torch.float64 and comps.shape == (4, 4) and share.shape == (4,)
+    torch.testing.assert_close(comps @ comps.T, torch.eye(4, dtype=torch.float64))
+    assert (comps.sum(dim=1) > 0).all()
+    assert abs(comps[0] @ direction.double()) > 0.999
+    centred = x.double() - mean
+    torch.testing.assert_close(mean, x.double().mean(0))
+    torch.testing.assert_close(share, (centred @ comps.T).pow(2).sum(0) / centred.pow(2).sum())
+    assert share[0] > 0.99 and (share[:-1] >= share[1:]).all()
+    top2, _, share2 = pca(x, 2)
+    assert torch.equal(top2, comps[:2]) and torch.equal(share2, share[:2])
+    raw, _, _ = pca(x, sign=None)  # the SVD's own signs: the same lines, maybe flipped
+    torch.testing.assert_close(raw.abs(), comps.abs())

@@ -91,6 +91,7 @@ def test_post_norm_reorders_the_same_modules() -> None:
     assert (out - blk(z)[0]).abs().max().item() > 1e-2
 
 
+@pytest.mark.slow
 def test_gradient_profile_is_seeded() -> None:
     a = gradient_profile("xavier", "pre")
     b = gradient_profile("xavier", "pre")

@@ -3,6 +3,8 @@ resolution ratios and the attention/MLP crossover."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -93,12 +95,61 @@ def test_crossover_is_2d_and_4d(dim: int) -> None:
     assert crossover(dim, ("matmuls",)) == 4 * dim
 
 
-def test_macs_of_a_block_match_model_ops_count() -> None:
-    """The calculator's per-block MACs equal the MACs of a one-block model minus its stem."""
-    cfg = ViTConfig(image_size=32, patch_size=8, dim=32, depth=1, heads=4, num_classes=0)
+def _counted_flops(cfg: ViTConfig, batch: int = 1) -> dict[str, int]:
+    """FLOPs that torch's own counter sees in one forward pass of a real model, by aten op.
+
+    ``FlopCounterMode`` counts matrix products only: ``aten.convolution`` (the patch
+    embedding), ``aten.addmm`` (every Linear: qkv, proj, fc1, fc2, head; the bias add is not
+    counted) and ``aten.bmm`` (Q K^T and A V on the explicit attention path), each as 2 FLOPs
+    per multiply-add. LayerNorm, softmax, GELU and the residual additions are not counted,
+    the same convention as ``vitbook.calc``. The fused CPU attention kernel is not counted
+    by torch, so the model runs the explicit path (``fused_attn=False``)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = VisionTransformer(cfg=dataclasses.replace(cfg, fused_attn=False)).eval()
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(torch.randn(batch, cfg.in_chans, *cfg.image_hw))
+    return {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        preset("vit-ti/16", image_size=64, depth=2),  # ViT-Ti's width at a small image size
+        ViTConfig(
+            image_size=(32, 48),
+            patch_size=8,
+            dim=64,
+            depth=3,
+            heads=4,
+            num_classes=0,
+            pool="mean",
+            mlp_ratio=2.0,
+        ),  # fmt: skip
+    ],
+    ids=["ti16-64px", "non-square-no-head"],
+)
+def test_calc_macs_match_torch_flop_counter(cfg: ViTConfig) -> None:
+    """calc.macs against torch.utils.flop_counter on the book's model: FLOPs = 2 x MACs."""
     m = macs(cfg)
+    counted = _counted_flops(cfg)
+    assert counted["aten.convolution"] == 2 * m["patch_embed"]
+    assert counted["aten.bmm"] == 2 * (m["attn_qk"] + m["attn_av"])
+    assert counted["aten.addmm"] == 2 * (m["qkv"] + m["proj"] + m["mlp"] + m["head"])
+    assert sum(counted.values()) == 2 * m["total"]
+    # per image: a batch of 3 costs three times as much
+    assert sum(_counted_flops(cfg, batch=3).values()) == 3 * 2 * m["total"]
+
+
+def test_block_mac_parts_match_torch_flop_counter() -> None:
+    """The chapter's per-block split, against what torch counts in a one-block model."""
+    cfg = ViTConfig(image_size=32, patch_size=8, dim=32, depth=1, heads=4, num_classes=0)
+    counted = _counted_flops(cfg)
     b = block_mac_parts(32, cfg.seq_len)
-    assert m["total"] - m["patch_embed"] - m["head"] == sum(b.values())
+    assert counted["aten.bmm"] == 2 * b["matmuls"]
+    assert counted["aten.addmm"] == 2 * (b["projections"] + b["mlp"])  # no head
 
 
 def test_median_latencies_runs_every_size() -> None:

@@ -250,6 +250,36 @@ def test_fast_and_explicit_attention_agree() -> None:
     assert (fused - explicit).abs().max().item() < 1e-6
 
 
+def test_set_fused_attn_keeps_the_config_true() -> None:
+    """After set_fused_attn, cfg names the path the blocks take, so a copy built from cfg
+    (as a checkpoint's config would be) takes the same one."""
+    m = build(SMALL)
+    assert m.cfg.fused_attn is True
+    m.set_fused_attn(False)
+    assert m.cfg.fused_attn is False and m.cfg == dataclasses.replace(SMALL, fused_attn=False)
+    assert all(blk.attn.fused is False for blk in m.blocks)
+    copy = VisionTransformer(cfg=m.cfg)
+    assert all(blk.attn.fused is False for blk in copy.blocks)
+    m.set_fused_attn(True)
+    assert m.cfg.fused_attn is True and all(blk.attn.fused for blk in m.blocks)
+
+
+def test_forward_and_intermediates_agree_for_every_pooling_and_table() -> None:
+    """forward and forward_intermediates share one embedding and pooling path: same logits,
+    bit for bit, for both poolings, every position table, and with positions switched off."""
+    x = torch.randn(2, 3, 32, 32)
+    for pool in ("cls", "mean"):
+        for pos in ("learned", "sincos2d", "none"):
+            m = build(dataclasses.replace(SMALL, pool=pool, pos_embed=pos, fused_attn=False))
+            for use_pos in (True, False):
+                with torch.no_grad():
+                    a = m(x, use_pos_embed=use_pos)
+                    b = m.forward_intermediates(x, attn=False, use_pos_embed=use_pos)
+                assert torch.equal(a, b["logits"]), (pool, pos, use_pos)
+                pooled = b["encoded"][:, 0] if pool == "cls" else b["encoded"][:, 1:].mean(1)
+                assert torch.equal(b["pooled"], pooled)
+
+
 def test_worked_attention_example() -> None:
     q = torch.tensor([[1.0, 0, 1, 0]])
     k = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]])

@@ -1,18 +1,25 @@
 """The lab, the practice notebook and the chapter notebooks: well-formed, and they run.
 
 They are kept in Git as jupytext percent scripts (``docs/*.py``, ``docs/notebooks/*.py``),
-each with an ``.ipynb`` twin for Colab; the slow tests convert them with jupytext and execute
-them with nbclient, exactly as mkdocs-jupyter does for the site, each notebook once per run.
+each with an ``.ipynb`` twin for Colab. The site build executes the lab and the practice
+notebook (mkdocs-jupyter); the slow tests read their outputs from the pages that build wrote
+(the session's build, see ``tests/browser/sitebuild.py``). The chapter notebooks, which the
+site shows without outputs, are executed here with nbclient. Each notebook runs once per run.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
 import jupytext
 import pytest
+from selectolax.lexbor import LexborHTMLParser
+
+sys.path.insert(0, str(Path(__file__).parent / "browser"))
+import sitebuild  # noqa: E402
 
 from vitbook.site import notebooks as twins
 
@@ -36,15 +43,46 @@ def execute(name: str):
 
 
 def text_of(nb) -> str:
-    out = []
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            out.append(o.get("text", "") if o.get("output_type") == "stream" else "")
-    return "".join(out)
+    return "".join(
+        o.get("text", "")
+        for cell in nb.cells
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream"
+    )
 
 
-def images_in(nb) -> int:
-    return sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+class Executed:
+    """The outputs of a notebook as the built site shows them (mkdocs-jupyter's HTML)."""
+
+    def __init__(self, name: str) -> None:
+        try:
+            site = sitebuild.built_site()
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        page = site / sitebuild.page_url(name) / "index.html"
+        html = LexborHTMLParser(page.read_text(encoding="utf-8"))
+        outputs = html.css(".jp-OutputArea-output")
+        if not outputs:
+            pytest.fail(
+                f"{page} shows no cell outputs: the site was built without executing the "
+                f"notebooks (mkdocs.yml: mkdocs-jupyter execute: true)",
+                pytrace=False,
+            )
+        classes = [(o.attributes.get("class") or "").split() for o in outputs]
+        #: printed text (stdout and stderr), in order; execute results are left out
+        self.text = "".join(
+            o.text(deep=True)
+            for o, c in zip(outputs, classes, strict=True)
+            if "jp-RenderedText" in c and "jp-OutputArea-executeResult" not in c
+        )
+        #: inline PNG images (matplotlib figures)
+        self.images = sum(
+            1
+            for o, c in zip(outputs, classes, strict=True)
+            if "jp-RenderedImage" in c
+            for img in o.css("img")
+            if (img.attributes.get("src") or "").startswith("data:image/png")
+        )
 
 
 def test_lab_milestones_predict_then_check():
@@ -80,24 +118,24 @@ def test_practice_has_five_tasks_each_with_a_prediction_and_an_assert():
 
 @pytest.mark.slow
 def test_lab_runs_and_trains_past_95_percent():
-    nb = execute("lab-tinyvit8.py")
-    out = text_of(nb)
+    nb = Executed("lab-tinyvit8.py")
+    out = nb.text
     for k in range(1, 5):
         assert f"milestone {k} passed" in out
     accuracy = float(re.search(r"milestone 4 passed: ([\d.]+)%", out).group(1)) / 100
     assert accuracy > 0.95
     assert "26,538 parameters, as counted on paper" in out
     assert re.search(r"book model: 26,538 parameters", out)
-    assert images_in(nb) == 2  # the digits and the training curves
+    assert nb.images == 2  # the digits and the training curves
 
 
 @pytest.mark.slow
 def test_practice_runs_with_its_outputs():
-    nb = execute("practice.py")
-    out = text_of(nb)
+    nb = Executed("practice.py")
+    out = nb.text
     assert "616,225" in out  # (784 + 1)^2 attention pairs at P = 8
     assert "token pairs: 8.58x" in out
-    assert images_in(nb) == 3  # shuffle accuracy, CLS attention, learning-rate curves
+    assert nb.images == 3  # shuffle accuracy, CLS attention, learning-rate curves
     in_order = re.search(r"in order: with positions ([\d.]+)%, without ([\d.]+)%", out)
     assert float(in_order.group(1)) > float(in_order.group(2))
 

@@ -8,7 +8,6 @@ If namespaces are not permitted here the tests fail and say so: they never skip.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,35 +18,18 @@ sys.path.insert(0, str(Path(__file__).parent / "browser"))
 import sitebuild  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Run "$@" in a new network namespace whose only interface is loopback.
-OFFLINE = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "offline"]
 
 
 @pytest.fixture(scope="module")
 def offline() -> list[str]:
-    missing = [tool for tool in ("unshare", "ip") if shutil.which(tool) is None]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} not found: install util-linux and iproute2 to run "
-            f"the offline build tests",
-            pytrace=False,
-        )
-    errors = []
-    # as root: a plain network namespace; otherwise inside a user namespace (unshare -r)
-    for prefix in (OFFLINE, [OFFLINE[0], "-r", *OFFLINE[1:]]):
-        proc = subprocess.run([*prefix, "true"], capture_output=True, text=True)
-        if proc.returncode == 0:
-            return prefix
-        errors.append(f"{' '.join(prefix[:3])}: {proc.stderr.strip()}")
-    pytest.fail(
-        "cannot create a network namespace (`unshare -n` needs root or CAP_SYS_ADMIN; "
-        "`unshare -rn` needs unprivileged user namespaces): " + "; ".join(errors),
-        pytrace=False,
-    )
+    prefix, why = sitebuild.offline_prefix()
+    if prefix is None:
+        pytest.fail(f"{why} to run the offline build tests", pytrace=False)
+    return prefix
 
 
 def run(
-    prefix: list[str], *cmd: str, env: dict[str, str] | None = None, timeout: int = 900
+    prefix: list[str], *cmd: str, env: dict[str, str] | None = None, timeout: int = 3600
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*prefix, *cmd],
@@ -76,6 +58,7 @@ def test_namespace_has_no_route_to_any_host(offline) -> None:
     assert proc.stdout.count("unreachable") == 2, proc.stdout
 
 
+@pytest.mark.slow
 def test_figures_check_runs_offline(offline) -> None:
     proc = run(offline, sys.executable, "-m", "vitbook", "figures", "--check")
     out = proc.stdout + proc.stderr
@@ -97,10 +80,18 @@ def test_chapter_2_figures_compute_from_cold_offline(offline, tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_site_builds_strict_offline(offline, tmp_path: Path) -> None:
-    """``mkdocs build --strict`` (macros, snippets, notebooks executed, MathJax copied) offline."""
-    site = tmp_path / "site"
-    proc = sitebuild.build_site(site, prefix=offline)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"the offline build failed:\n{out[-4000:]}"
+    """``mkdocs build --strict`` (macros, snippets, notebooks executed, MathJax copied) offline.
+
+    The session's shared build is made offline when it can be (see ``sitebuild``): then it is
+    the build checked here, and the notebooks are not executed a second time. With
+    ``$VITBOOK_SITE`` (a site built elsewhere) this test builds its own."""
+    if os.environ.get("VITBOOK_SITE") is None or sitebuild.BUILT_OFFLINE:
+        site = sitebuild.built_site()  # fails the test with the build's output if it fails
+        assert sitebuild.BUILT_OFFLINE.get("site"), "the session's site build was not offline"
+    else:
+        site = tmp_path / "site"
+        proc = sitebuild.build_site(site, prefix=offline)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, f"the offline build failed:\n{out[-4000:]}"
     assert (site / "index.html").is_file()
     assert (site / "assets" / "mathjax" / "tex-mml-chtml.js").is_file()

@@ -6,6 +6,7 @@
 - ``attention_rollout`` / ``rollout_cls_map``: Abnar & Zuidema (2020).
 - ``mean_attention_distance``: ViT appendix D.7 and Fig. 7 (right).
 - ``cosine_similarity_map``: ViT Fig. 7 (centre).
+- ``pca``: principal components of a set of vectors (patches, filters), the book's one PCA.
 
 Token order everywhere: ``num_prefix_tokens`` prefix tokens (the CLS token) first, then the
 patches in row-major order, as the model produces them.
@@ -24,6 +25,7 @@ __all__ = [
     "cosine_similarity_map",
     "interpolate_pos_embed",
     "mean_attention_distance",
+    "pca",
     "rollout_cls_map",
     "sincos_1d",
     "sincos_2d",
@@ -257,3 +259,31 @@ def cosine_similarity_map(
     e = F.normalize(table[num_prefix_tokens:].double(), dim=-1)  # (N, D), unit rows
     sim = e @ e.T  # (N, N)
     return sim.reshape(gh, gw, gh, gw).to(pos_embed.dtype)
+
+
+# --8<-- [start:pca]
+def pca(
+    x: torch.Tensor, k: int | None = None, *, sign: Literal["sum"] | None = "sum"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Principal components of the rows of ``x``, computed in float64 with an SVD of the
+    centred data (the right singular vectors are the components).
+
+    Args:
+        x: (N, d) vectors, one per row (flattened patches, filters, ...).
+        k: how many components to keep (at most min(N, d)); ``None`` keeps them all.
+        sign: ``"sum"`` flips each component so that its entries sum to a positive number;
+            ``None`` keeps the SVD's sign, which is arbitrary.
+
+    Returns:
+        (components (k, d), orthonormal rows, largest variance first; mean (d,); share of the
+        total variance each component explains (k,)).
+    """
+    x = x.double()
+    mean = x.mean(dim=0)  # (d,)
+    _, s, vh = torch.linalg.svd(x - mean, full_matrices=False)  # vh: (min(N, d), d)
+    comps = vh[:k]
+    if sign == "sum":
+        comps = comps * torch.where(comps.sum(dim=1, keepdim=True) < 0, -1.0, 1.0)
+    share = (s**2 / (s**2).sum())[:k]
+    return comps, mean, share
+    # --8<-- [end:pca]

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from vitbook.analysis import sincos_2d
+from vitbook.analysis import pca, sincos_2d
 from vitbook.model import VisionTransformer
 from vitbook.patches import patchify
 
@@ -55,13 +55,7 @@ def patch_pca(patches: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
         share of the total variance each component explains (k,)). The sign of each component
         is fixed so that its entries sum to a positive number (SVD leaves it arbitrary).
     """
-    x = patches.double()
-    mean = x.mean(dim=0)  # (d,)
-    _, s, vh = torch.linalg.svd(x - mean, full_matrices=False)  # vh: (min(N, d), d)
-    comps = vh[:k]
-    comps = comps * torch.where(comps.sum(dim=1, keepdim=True) < 0, -1.0, 1.0)
-    share = (s**2 / (s**2).sum())[:k]
-    return comps, mean, share
+    return pca(patches, k, sign="sum")  # centre, SVD in float64, fix the signs
     # --8<-- [end:patch-pca]
 
 

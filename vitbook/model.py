@@ -382,6 +382,11 @@ class VisionTransformer(nn.Module):
 
     ``model(x)`` returns logits (B, K); ``model(x, return_intermediates=True)`` or
     ``model.forward_intermediates(x)`` returns a dict of every stage (see there).
+
+    With ``pool="mean"`` the final ``norm`` acts on every token and the patch tokens are then
+    averaged. timm's mean-pooling models (``global_pool="avg"``) average first and normalise
+    after, in ``fc_norm``, with no ``norm``: their checkpoints do not load here
+    (``load_pretrained`` names the keys); only the CLS-pooled layout is timm's.
     """
 
     def __init__(self, *, cfg: ViTConfig) -> None:
@@ -456,7 +461,9 @@ class VisionTransformer(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
     def set_fused_attn(self, fused: bool) -> None:
-        """Switch every block between the fused SDPA path and the explicit path."""
+        """Switch every block between the fused SDPA path and the explicit path; ``cfg`` says
+        which (``cfg.fused_attn``), so a model built from it takes the same path."""
+        self.cfg = dataclasses.replace(self.cfg, fused_attn=fused)
         for blk in self.blocks:
             blk.attn.fused = fused
 
@@ -507,23 +514,17 @@ class VisionTransformer(nn.Module):
             "blocks" [(B, N+1, D)] * L, "attn" [(B, heads, N+1, N+1)] * L (empty if not
             requested), "encoded" (B, N+1, D) after the final norm, "pooled" (B, D), "logits".
         """
-        self._check_input(x)
         out: dict[str, Any] = {"blocks": [], "attn": []}
-        z = out["patches"] = self.patch_embed(x)  # (B, N, D)
-        cls = self.cls_token.expand(z.shape[0], -1, -1)  # (B, 1, D)
-        z = out["with_cls"] = torch.cat([cls, z], dim=1)  # (B, N+1, D)
-        if self.pos_embed is not None and use_pos_embed:
-            z = z + self.pos_embed  # (B, N+1, D), Eq. 1
-        z = out["with_pos"] = self.pos_drop(z)
+        out["patches"], out["with_cls"], z = self._embed(x, use_pos_embed)  # Eq. 1
+        out["with_pos"] = z
         for blk in self.blocks:
             z, w = blk(z, return_weights=attn)  # Eq. 2-3, (B, N+1, D)
             out["blocks"].append(z)
             if attn:
                 out["attn"].append(w)  # (B, heads, N+1, N+1)
         z = out["encoded"] = self.norm(z)  # Eq. 4, (B, N+1, D)
-        pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
-        out["pooled"] = pooled
-        out["logits"] = self.head(self.head_drop(self.pre_logits(pooled)))  # (B, K)
+        pooled = out["pooled"] = self._pool(z)  # (B, D)
+        out["logits"] = self._head(pooled)  # (B, K)
         return out
         # --8<-- [end:vit-forward]
 
@@ -531,7 +532,8 @@ class VisionTransformer(nn.Module):
         self, x: torch.Tensor, *, return_intermediates: bool = False, use_pos_embed: bool = True
     ) -> torch.Tensor | dict[str, Any]:
         """Logits (B, K), or with ``return_intermediates=True`` the dict of
-        ``forward_intermediates`` (attention weights included).
+        ``forward_intermediates`` (attention weights included). Same embedding and pooling as
+        ``forward_intermediates``; only the intermediates are not kept.
 
         Args:
             x: images (B, C, H, W).
@@ -540,17 +542,33 @@ class VisionTransformer(nn.Module):
         """
         if return_intermediates:
             return self.forward_intermediates(x, attn=True, use_pos_embed=use_pos_embed)
-        self._check_input(x)
-        z = self.patch_embed(x)  # (B, N, D)
-        z = torch.cat([self.cls_token.expand(z.shape[0], -1, -1), z], dim=1)  # (B, N+1, D)
-        if self.pos_embed is not None and use_pos_embed:
-            z = z + self.pos_embed  # (B, N+1, D)
-        z = self.pos_drop(z)
+        _, _, z = self._embed(x, use_pos_embed)  # (B, N+1, D)
         for blk in self.blocks:
             z, _ = blk(z)  # (B, N+1, D)
-        z = self.norm(z)  # (B, N+1, D)
-        pooled = z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)  # (B, D)
-        return self.head(self.head_drop(self.pre_logits(pooled)))  # (B, K)
+        return self._head(self._pool(self.norm(z)))  # (B, K)
+
+    def _embed(
+        self, x: torch.Tensor, use_pos_embed: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Eq. 1, after checking the input: the patch tokens (B, N, D), the same with the CLS
+        token in front (B, N+1, D), and that plus the position table (B, N+1, D)."""
+        self._check_input(x)
+        patches = self.patch_embed(x)  # (B, N, D)
+        cls = self.cls_token.expand(patches.shape[0], -1, -1)  # (B, 1, D)
+        with_cls = torch.cat([cls, patches], dim=1)  # (B, N+1, D)
+        z = with_cls
+        if self.pos_embed is not None and use_pos_embed:
+            z = z + self.pos_embed  # (B, N+1, D), Eq. 1
+        return patches, with_cls, self.pos_drop(z)
+
+    def _pool(self, z: torch.Tensor) -> torch.Tensor:
+        """(B, N+1, D) -> (B, D): the CLS token, or the mean of the patch tokens."""
+        return z[:, 0] if self.cfg.pool == "cls" else z[:, 1:].mean(dim=1)
+
+    def _head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """(B, D) -> (B, K): dropout (timm's ``drop_rate``), the pre-training head's hidden tanh
+        layer when there is one, and the classifier."""
+        return self.head(self.head_drop(self.pre_logits(pooled)))
 
 
 @dataclass(frozen=True)

@@ -261,37 +261,6 @@ def attention_overlay(
     )
 
 
-def token_matrix(
-    ax: Axes,
-    tokens: np.ndarray,
-    v: Any,
-    *,
-    row_labels: Sequence[str] | None = None,
-    highlight_row: int | None = None,
-    cmap: str = "RdBu_r",
-) -> Any:
-    """A (tokens x features) matrix as a diverging heatmap, rows labelled, one row outlined."""
-    tokens = np.asarray(tokens, dtype=float)
-    lim = float(np.abs(tokens).max()) or 1.0
-    im = ax.imshow(tokens, cmap=cmap, vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
-    ax.set_xlabel("feature")
-    ax.set_ylabel("token")
-    if row_labels is not None:
-        ax.set_yticks(range(len(row_labels)), labels=row_labels)
-    if highlight_row is not None:
-        ax.add_patch(
-            Rectangle(
-                (-0.5, highlight_row - 0.5),
-                tokens.shape[1],
-                1,
-                fill=False,
-                ec=colors(v)["highlight"],
-                lw=2,
-            )
-        )
-    return im
-
-
 def label_line(ax: Axes, x: float, y: float, text: str, color: str, **kwargs: Any) -> Any:
     """A direct label at the end of a line, instead of a legend."""
     kwargs.setdefault("va", "center")

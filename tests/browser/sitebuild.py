@@ -2,7 +2,12 @@
 
 ``built_site()`` returns a folder holding the book built with ``mkdocs build --strict``: the
 folder named by ``$VITBOOK_SITE`` if set (CI builds once and points the tests at it), otherwise a
-fresh build into a temporary folder, made once per test session. ``serve()`` serves a folder on
+fresh build into a temporary folder, made once per test session. That build is the one
+execution of the notebooks in a test run (``tests/test_notebooks.py`` reads their outputs from
+its pages): it starts from an empty mkdocs-jupyter cache, so the notebooks run against the code
+as it is, and it runs with the network switched off when a network namespace can be made
+(``offline_prefix()``), so ``tests/test_offline.py`` checks this same build instead of making
+another. ``serve()`` serves a folder on
 127.0.0.1 from a thread. ``nav_pages()`` lists the site's pages from ``mkdocs.yml``'s nav, so
 tests can be parametrized before anything is built.
 """
@@ -14,6 +19,7 @@ import gzip
 import http.server
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +101,33 @@ def sitemap_pages(site: Path) -> list[str]:
 
 
 _BUILT: dict[str, Path] = {}
+#: True once this session's own build (not ``$VITBOOK_SITE``) ran without a network.
+BUILT_OFFLINE: dict[str, bool] = {}
+#: Run "$@" in a new network namespace whose only interface is loopback (Jupyter talks to the
+#: notebooks' kernel over 127.0.0.1; loopback reaches no other machine).
+OFFLINE = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "offline"]
+#: mkdocs-jupyter's cache of executed notebooks (its default ``cache_dir``, under the root).
+NOTEBOOK_CACHE = ROOT / ".cache" / "mkdocs-jupyter"
+
+
+@functools.cache
+def offline_prefix() -> tuple[list[str] | None, str]:
+    """``(prefix, "")``: a command prefix that runs a command with no network, as root a plain
+    network namespace, otherwise one inside a user namespace (``unshare -r``); or
+    ``(None, why)`` when neither can be made here."""
+    missing = [tool for tool in ("unshare", "ip") if shutil.which(tool) is None]
+    if missing:
+        return None, f"{', '.join(missing)} not found: install util-linux and iproute2"
+    errors = []
+    for prefix in (OFFLINE, [OFFLINE[0], "-r", *OFFLINE[1:]]):
+        proc = subprocess.run([*prefix, "true"], capture_output=True, text=True)
+        if proc.returncode == 0:
+            return prefix, ""
+        errors.append(f"{' '.join(prefix[:3])}: {proc.stderr.strip()}")
+    return None, (
+        "cannot create a network namespace (`unshare -n` needs root or CAP_SYS_ADMIN; "
+        "`unshare -rn` needs unprivileged user namespaces): " + "; ".join(errors)
+    )
 
 
 def build_site(
@@ -103,7 +136,8 @@ def build_site(
     """``mkdocs build --strict -d dest`` from the repository root (optionally under ``prefix``)."""
     cmd = [*(prefix or []), sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(dest)]
     full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=900)
+    # the timeout only catches a hang (a kernel that never returns); it is not a time budget
+    return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=3600)
 
 
 def built_site() -> Path:
@@ -119,7 +153,10 @@ def built_site() -> Path:
         return site
     if "site" not in _BUILT:
         dest = Path(tempfile.mkdtemp(prefix="vitbook-site-"))
-        proc = build_site(dest)
+        shutil.rmtree(NOTEBOOK_CACHE, ignore_errors=True)  # execute the notebooks afresh
+        prefix, _ = offline_prefix()
+        proc = build_site(dest, prefix=prefix)
+        BUILT_OFFLINE["site"] = prefix is not None
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
             raise RuntimeError(f"mkdocs build --strict failed (exit {proc.returncode}):\n{tail}")

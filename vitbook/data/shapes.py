@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.colors import hsv_to_rgb
 
 Mask = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (u, v) in [-1, 1] -> bool mask
 
@@ -62,19 +63,6 @@ class ShapeSet:
 
     def __len__(self) -> int:
         return len(self.labels)
-
-
-def _hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Vectorised HSV -> RGB for arrays of any shape; returns (..., 3)."""
-    i = np.floor(h * 6).astype(int) % 6
-    f = h * 6 - np.floor(h * 6)
-    p, q, t = v * (1 - s), v * (1 - f * s), v * (1 - (1 - f) * s)
-    table = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]
-    out = np.zeros(h.shape + (3,))
-    for k, (r, g, b) in enumerate(table):
-        sel = i == k
-        out[sel] = np.stack([r[sel], g[sel], b[sel]], -1)
-    return out
 
 
 def _background(rng: np.random.Generator, size: int) -> np.ndarray:
@@ -135,11 +123,7 @@ def make_shapes(
         v = (yy - y0) / side * 2 - 1
         inside = (abs(u) <= 1) & (abs(v) <= 1)  # never draw outside the box
         mask = SHAPES[classes[label]](u, v) & inside
-        colour = _hsv_to_rgb(
-            np.array(rng.uniform()),
-            np.array(rng.uniform(0.8, 1.0)),
-            np.array(rng.uniform(0.75, 1.0)),
-        )
+        colour = hsv_to_rgb([rng.uniform(), rng.uniform(0.8, 1.0), rng.uniform(0.75, 1.0)])
         img[mask] = colour
         images[i] = img
         boxes[i] = [int(x0), int(y0), int(np.ceil(x0 + side)), int(np.ceil(y0 + side))]

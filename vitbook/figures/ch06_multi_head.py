@@ -13,7 +13,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from vitbook import plot
-from vitbook.analysis import mean_attention_distance
+from vitbook.analysis import mean_attention_distance, pca
 from vitbook.calc import param_breakdown
 from vitbook.data.face import face, face_tensor
 from vitbook.engine import facts, figure
@@ -257,9 +257,9 @@ def face_tokens(n_pc: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
         tokens (196, 24) and the principal components (196, n_pc).
     """
     x = patchify(face_tensor(GRID * PATCH), PATCH)[0].double()  # (196, 768)
-    x = x - x.mean(dim=0)
-    _, _, vh = torch.linalg.svd(x, full_matrices=False)
-    pcs = x @ vh[:n_pc].T  # (196, n_pc): coordinates on the top components
+    comps, mean, _ = pca(x, n_pc, sign=None)
+    x = x - mean
+    pcs = x @ comps.T  # (196, n_pc): coordinates on the top components
     pcs = pcs * torch.sign(pcs.sum(dim=0))  # fix each component's sign (SVD's is arbitrary)
     pcs = pcs / pcs[:, 0].std()
     rows, cols = torch.meshgrid(torch.arange(GRID), torch.arange(GRID), indexing="ij")
