@@ -11,7 +11,6 @@ from vitbook.analysis import (
     attention_rollout,
     cosine_similarity_map,
     mean_attention_distance,
-    pca,
     rollout_cls_map,
 )
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
