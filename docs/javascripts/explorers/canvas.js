@@ -47,9 +47,10 @@ export function symlogNorm({ linthresh, linscale, base }, lim) {
 /**
  * A canvas that fills its container's width at a fixed aspect ratio (so the page does not
  * move when it is drawn) and draws crisply at the device's pixel ratio. draw(g, w, h) is
- * called with a 2D context in CSS pixels; the returned object's paint() repaints.
+ * called with a 2D context in CSS pixels, after the canvas is filled with the theme's page
+ * colour when data is given; the returned object's paint() repaints.
  */
-export function createCanvas(ctx, parent, { aspect, label, draw }) {
+export function createCanvas(ctx, parent, { aspect, label, draw, data }) {
   const canvas = document.createElement("canvas");
   canvas.className = "vb-canvas";
   canvas.tabIndex = 0;
@@ -74,6 +75,11 @@ export function createCanvas(ctx, parent, { aspect, label, draw }) {
       view.height = h;
       g.setTransform(ratio, 0, 0, ratio, 0, 0);
       g.clearRect(0, 0, w, h);
+      if (data) {
+        // the page colour of the theme, so gaps and margins match the static figures
+        g.fillStyle = palette(data).bg;
+        g.fillRect(0, 0, w, h);
+      }
       draw(g, w, h);
     });
   };

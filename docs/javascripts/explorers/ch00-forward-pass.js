@@ -123,6 +123,7 @@ export function mount(root, data, ctx) {
   }
 
   const view = createCanvas(ctx, ui, {
+    data,
     aspect: 2 / (1 - gapShare),
     label: "The face model's forward pass: the face cut into patches, and the selected token at the current stage",
     draw(g, w) {

@@ -217,6 +217,7 @@ export function mount(root, data, ctx) {
   }
 
   const view = createCanvas(ctx, ui, {
+    data,
     aspect: panes / (1 - gapShare * (panes - 1)), // panes squares of side s and (panes - 1) gaps
     label: "Your image, cut into patches, and both heads' attention of the selected token drawn on it",
     draw(g, w) {
