@@ -72,3 +72,4 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     install(session, npm=False)
     session.run("python", "benchmarks/bench_model.py", *session.posargs, env=ENV)
+    session.run("python", "benchmarks/bench_explorers.py", env=ENV)

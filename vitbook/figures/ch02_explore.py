@@ -21,7 +21,7 @@ def patch_sizes(image: int = IMAGE, low: int = 8, high: int = 56) -> list[int]:
     return [p for p in token_table(image) if low <= p <= high and image % p == 0]
 
 
-@figure(chapter=2, id="patch-size", size=(7.2, 2.6))
+@figure(chapter=2, id="patch-size", size=(7.2, 1.9))
 def patch_size(rec):
     """The face at every patch size the explorer offers, with N and the attention entries."""
     sizes = patch_sizes()
@@ -57,7 +57,7 @@ def _(d):
             "image": IMAGE,
             "channels": CHANNELS,
             "sizes": sizes,
-            "initial": sizes[len(sizes) // 2],
+            "initial": 16 if 16 in sizes else sizes[0],  # ViT-B/16's patch size
             "tokens": [d["table"][p]["tokens"] for p in sizes],
             "flat": [d["table"][p]["flat"] for p in sizes],
             "entries": [d["table"][p]["entries"] for p in sizes],

@@ -56,7 +56,7 @@ def rebuild(b: dict[str, np.ndarray], index: int, k: int) -> tuple[np.ndarray, n
     return scores, approx, float(np.sqrt(((x - approx) ** 2).mean()))
 
 
-@figure(chapter=3, id="pca-embedding", size=(7.2, 2.4))
+@figure(chapter=3, id="pca-embedding", size=(7.2, 1.9))
 def pca_embedding(rec):
     """Patch ``CHOSEN``'s embedding and rebuilds at the chapter's k values up to ``K_MAX``."""
     b = quantized_basis()

@@ -75,9 +75,10 @@ export function mount(root, data, ctx) {
     const gap = w * gapShare;
     const s = (w - 2 * gap) / 3;
     const squares = [0, 1, 2].map((i) => ({ x: i * (s + gap), y: 0, w: s, h: s }));
-    return { squares, bars: { x: 0, y: s + gap, w, h: s / 2 } };
+    return { squares, bars: { x: 0, y: s + gap, w, h: s * barShare } };
   };
-  const aspect = 1 / ((1 - 2 * gapShare) / 3 * 1.5 + gapShare);
+  const barShare = 3 / 4; // the bar chart's height, as a share of a square's side
+  const aspect = 1 / (((1 - 2 * gapShare) / 3) * (1 + barShare) + gapShare);
 
   const view = createCanvas(ctx, ui, {
     data,
@@ -97,15 +98,20 @@ export function mount(root, data, ctx) {
       g.drawImage(patchImage(result.approx), r.x, r.y, r.w, r.h);
       tag(g, `patch ${index}`, b.x + 4, b.y + 4, c);
       tag(g, `k = ${k}`, r.x + 4, r.y + 4, c);
-      // the embedding: one bar per component, the first k in colour
+      // the embedding: one bar per component, the first k in colour, on a signed log scale
+      // (the first score is far larger than the rest)
+      const squash = (v) => Math.sign(v) * Math.log1p(Math.abs(v));
       let top = 0;
-      for (let j = 0; j < K; j++) top = Math.max(top, Math.abs(result.scores[j]));
+      for (let j = 0; j < K; j++) top = Math.max(top, Math.abs(squash(result.scores[j])));
+      const label = 22;
       const bw = bars.w / K;
-      const mid = bars.y + bars.h / 2;
+      const half = (bars.h - label) / 2;
+      const mid = bars.y + label + half;
       for (let j = 0; j < K; j++) {
-        const hgt = (result.scores[j] / top) * (bars.h / 2 - 2);
-        g.fillStyle = j < k ? rdbu.css(0.5 + (0.5 * result.scores[j]) / top) : c.grid;
-        g.fillRect(bars.x + j * bw + bw * 0.1, Math.min(mid, mid - hgt), bw * 0.8, Math.abs(hgt));
+        const t = squash(result.scores[j]) / top;
+        const hgt = t * (half - 1);
+        g.fillStyle = j < k ? rdbu.css(0.5 + 0.5 * t) : c.grid;
+        g.fillRect(bars.x + j * bw + bw * 0.1, Math.min(mid, mid - hgt), bw * 0.8, Math.max(Math.abs(hgt), 1));
       }
       g.strokeStyle = c.muted;
       g.lineWidth = 1;
@@ -113,7 +119,7 @@ export function mount(root, data, ctx) {
       g.moveTo(bars.x, mid);
       g.lineTo(bars.x + bars.w, mid);
       g.stroke();
-      tag(g, `scores on the first ${K} components; kept: ${k}`, bars.x, bars.y, c);
+      tag(g, `scores on the first ${K} components (signed log scale); kept: ${k}`, bars.x, bars.y, c);
     },
   });
   ui.append(readout);
