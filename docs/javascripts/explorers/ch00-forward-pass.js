@@ -81,9 +81,13 @@ export function mount(root, data, ctx) {
         g.fillRect(box.x + k * cw, box.y + t * ch, Math.ceil(cw), Math.ceil(ch));
       }
     }
+    // the selected row: a page-coloured band around a highlight line, so it shows on any colour
+    g.strokeStyle = c.bg;
+    g.lineWidth = 5;
+    g.strokeRect(box.x + 2, box.y + token * ch - 1, box.w - 4, ch + 2);
     g.strokeStyle = c.highlight;
-    g.lineWidth = 2;
-    g.strokeRect(box.x + 1, box.y + token * ch, box.w - 2, ch);
+    g.lineWidth = 2.5;
+    g.strokeRect(box.x + 2, box.y + token * ch - 1, box.w - 4, ch + 2);
     tag(g, `${T} tokens × ${dim}`, box.x + 4, box.y + box.h - 22, c);
   }
 
