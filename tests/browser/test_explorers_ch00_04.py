@@ -336,3 +336,25 @@ def test_your_image_runs_on_a_chosen_file(browser, base_url, tmp_path):
         _checks(visit, base_url)
     finally:
         visit.close()
+
+
+@pytest.mark.parametrize("page_url", sorted(set(EXPLORERS.values())))
+def test_pages_with_explorers_stay_within_the_page_weight_budget(browser, base_url, page_url):
+    import sitebuild
+
+    explorer = next(k for k, v in EXPLORERS.items() if v == page_url)
+    visit = open_explorer(browser, base_url, page_url, explorer)
+    try:
+        page = visit.page
+        for _ in range(60):  # scroll through, so lazy images load too
+            page.mouse.wheel(0, 900)
+            page.wait_for_timeout(30)
+        page.wait_for_load_state("networkidle")
+        total = page.evaluate(
+            """() => performance.getEntriesByType('navigation')
+                .concat(performance.getEntriesByType('resource'))
+                .reduce((s, e) => s + (e.transferSize || e.encodedBodySize || 0), 0)"""
+        )
+        assert 0 < total <= sitebuild.MAX_PAGE_BYTES, f"{page_url} weighs {total:,} bytes"
+    finally:
+        visit.close()

@@ -187,6 +187,7 @@ export function fmt(x, digits) {
 
 /** A row of numbers, each in <span data-value="..."> so tests can read the exact values. */
 export function numbers(container, values, digits) {
+  container.classList.add("vb-list");
   container.replaceChildren(
     ...Array.from(values, (v, i) =>
       el("span", { className: "vb-num", "data-value": String(v), "data-index": String(i) }, fmt(v, digits)),

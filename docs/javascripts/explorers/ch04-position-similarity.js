@@ -19,7 +19,6 @@ export function mount(root, data, ctx) {
   ui.append(el("div", { className: "vb-controls", role: "group", "aria-label": "position table" }, ...buttons));
   const title = el("p", { className: "vb-title" });
   const readout = el("p", { className: "vb-readout" });
-  const values = el("span", { className: "vb-values" });
   ui.append(title);
   root.prepend(ui);
 
@@ -71,8 +70,11 @@ export function mount(root, data, ctx) {
     const right = col + 1 < gw ? row[index + 1] : row[index - 1];
     const below = r + 1 < gh ? row[index + gw] : row[index - gw];
     title.textContent = `${tables[which].name}: position (row ${r}, column ${col}) of a ${gh} × ${gw} grid`;
-    numbers(values, [right, below, row[low]], digits);
-    const [a, b, lo] = values.children;
+    const [a, b, lo] = [right, below, row[low]].map((v) => {
+      const span = el("span", { className: "vb-values" });
+      numbers(span, [v], digits);
+      return span;
+    });
     readout.replaceChildren(
       `similarity with the ${col + 1 < gw ? "right" : "left"} neighbour `, a,
       `, with the one ${r + 1 < gh ? "below" : "above"} `, b,
