@@ -66,8 +66,8 @@ export function mount(root, data, ctx) {
       g.stroke();
       // numbers in the cells when they fit
       const font = getComputedStyle(g.canvas).fontFamily;
-      const px = Math.min(cw * 0.4, 13);
-      if (px >= 8) {
+      const px = Math.min(cw * 0.35, 13);
+      if (px >= 10) {
         g.font = `${px}px ${font}`;
         g.textAlign = "center";
         g.textBaseline = "middle";
@@ -113,7 +113,7 @@ export function mount(root, data, ctx) {
     const P = sizes[which];
     const G = grid();
     const N = m.tokens[which];
-    title.textContent = `P = ${P}: a ${G} × ${G} grid, N = ${count(N)} tokens of ${count(m.flat[which])} numbers; (N + 1)² = ${count(m.entries[which])} attention entries per head.`;
+    title.textContent = `P = ${P}: a grid of ${G} × ${G}, N = ${count(N)} tokens of ${count(m.flat[which])} numbers; (N + 1)² = ${count(m.entries[which])} attention entries per head.`;
     const vals = firstValues(index);
     numbers(values, vals, digits);
     const where = `patch ${index} (row ${Math.floor(index / G)}, column ${index % G})`;
