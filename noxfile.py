@@ -83,3 +83,5 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     install(session, npm=False)
     session.run("python", "benchmarks/bench_model.py", *session.posargs, env=ENV)
+    session.run("python", "benchmarks/bench_explorers.py", env=ENV)
+    session.run("python", "benchmarks/bench_explorers_ch05_10.py", env=ENV)

@@ -50,6 +50,8 @@ export function context(root) {
     root.append(live);
   }
   return {
+    root,
+    id: root.dataset.explorer,
     live,
     say(text) {
       live.textContent = text;
@@ -62,6 +64,16 @@ export function context(root) {
     listen(target, type, handler, options) {
       target.addEventListener(type, handler, options);
       cleanups.push(() => target.removeEventListener(type, handler, options));
+    },
+    /** Call callback() whenever element's size changes (after layout, not on every frame). */
+    onResize(element, callback) {
+      const observer = new ResizeObserver(() => callback());
+      observer.observe(element);
+      cleanups.push(() => observer.disconnect());
+    },
+    /** Run undo() when the page changes (for timers, workers, object URLs). */
+    cleanup(undo) {
+      cleanups.push(undo);
     },
     dispose() {
       for (const undo of cleanups.splice(0)) undo();
