@@ -106,6 +106,10 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # before torch loads: the book computes on the CPU with runtime.THREADS threads per process
+    from .runtime import pin_environment
+
+    pin_environment()
     args = parser().parse_args(argv)
     try:
         keys = select(getattr(args, "chapter", None), getattr(args, "only", None))
@@ -121,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         out_of_date = stale(keys)
-        for key in out_of_date:
-            print(f"stale: {key}")
+        for key, reason in out_of_date.items():
+            print(f"stale: {key} ({reason})")
         print(f"{len(keys) - len(out_of_date)} of {len(keys)} items up to date in {figures_dir()}/")
         return 1 if out_of_date else 0
 
