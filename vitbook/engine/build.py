@@ -274,6 +274,7 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
         "files": {n: hashlib.sha256(b).hexdigest() for n, b in sorted(files.items())},
         "facts": facts,
         "deterministic": item.deterministic,
+        "trained": item.trained,
     }
     seconds = time.perf_counter() - start
     status = "redrawn" if hit else "computed"

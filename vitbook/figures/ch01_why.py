@@ -240,7 +240,7 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=1, id="longrange-results", size=(7.2, 3.2))
+@figure(chapter=1, id="longrange-results", size=(7.2, 3.2), trained=True)
 def longrange_results(rec):
     """Accuracy of the ViT and the CNN, overall and by the distance between the partners."""
     run = longrange_run()

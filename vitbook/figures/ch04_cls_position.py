@@ -332,7 +332,7 @@ def traps(rec):
     return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
 
 
-@figure(chapter=4, id="learned-pos", size=(7.2, 2.4))
+@figure(chapter=4, id="learned-pos", size=(7.2, 2.4), trained=True)
 def learned_pos(rec):
     """The learned table of the small ViT pre-trained in Chapter 9 (8 x 8 grid, D = 64)."""
     from vitbook.runs import pretrained_shapes_vit

@@ -18,7 +18,7 @@ DIGITS_EPOCHS = 500  # the lesson trains 150; with timm's initialisation the mod
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
 
-@figure(chapter=9, id="digits-curves", size=(7.2, 3.0))
+@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True)
 def digits_curves(rec):
     """TinyViT8 on scikit-learn's digits: training loss and train/test accuracy per epoch."""
     r = runs.digits_tinyvit8(epochs=DIGITS_EPOCHS)
@@ -93,7 +93,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9))
+@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
     learning rate it followed."""
@@ -130,7 +130,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="transfer", size=(7.2, 3.4))
+@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True)
 def transfer(rec):
     """Test accuracy on the four new shapes against training-set size: small CNN, ViT from
     scratch, and the pre-trained ViT fine-tuned head only or fully."""
@@ -183,7 +183,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1))
+@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True)
 def lr_sweep(rec):
     """Full fine-tuning with plain Adam at four constant learning rates, and the second highest
     again with warm-up, cosine decay and gradient clipping."""
@@ -234,7 +234,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6))
+@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True)
 def interpolated_pos(rec):
     """Four dimensions of the learned position table on its 8×8 grid and after bicubic
     resampling to 12×12."""
@@ -300,7 +300,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="participant-leak", size=(7.2, 2.8))
+@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True)
 def participant_leak(rec):
     """The same k-nearest-neighbour classifier, scored by 5-fold cross-validation with a
     frame-level random split and with a participant-level GroupKFold split."""

@@ -24,7 +24,7 @@ def _model():
     return runs.pretrained_shapes_vit()["model"]
 
 
-@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6))
+@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6), trained=True)
 def embedding_filters(rec):
     """Principal components of the patch-embedding filters (the Conv2d weight, D filters of
     3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains."""
@@ -63,7 +63,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2))
+@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2), trained=True)
 def pos_similarity(rec):
     """Cosine similarity between the learned position embedding of each patch (one small map
     per patch, at its place in the grid) and those of all the others."""
@@ -116,7 +116,7 @@ def _attn(model, x):
     return out["attn"], out["logits"]
 
 
-@figure(chapter=10, id="attention-distance", size=(7.2, 3.2))
+@figure(chapter=10, id="attention-distance", size=(7.2, 3.2), trained=True)
 def attention_distance(rec):
     """Mean attention distance of every head in every layer, averaged over test images."""
     model = _model()
@@ -184,7 +184,7 @@ def _chance(boxes: np.ndarray, grid: tuple[int, int], patch: int) -> float:
 
 
 # --8<-- [start:localisation]
-@figure(chapter=10, id="rollout", size=(7.2, 3.9))
+@figure(chapter=10, id="rollout", size=(7.2, 3.9), trained=True)
 def rollout(rec):
     """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
     the six shapes, and how often each map's peak lands inside the object's box."""
