@@ -462,3 +462,24 @@ def test_cached_binds_arguments_with_defaults(tmp_path: Path, monkeypatch) -> No
     assert f(epochs=501) == 501 and f(500, seed=1) == 501
     assert calls == [(500, 0), (501, 0), (500, 1)]
     assert len(list((tmp_path / "runs").glob("*.pkl"))) == 3
+
+
+def test_the_engine_imports_nothing_of_the_book() -> None:
+    """The engine runs functions and stores what they return: no page macros or hooks
+    (``vitbook.site``), no Vision Transformer (``vitbook.model``, ``analysis``...)."""
+    import ast
+
+    outside = []
+    for path in sorted((ROOT / "vitbook/engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            outside += [
+                f"{path.name}: {n}"
+                for n in names
+                if n.split(".")[0] == "vitbook" and not n.startswith("vitbook.engine")
+            ]
+    assert not outside, outside

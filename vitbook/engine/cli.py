@@ -20,8 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import runtime
 from .build import Outcome, build, figures_dir, read_manifest, stale
 from .registry import discover
+
+#: What a cold build of the whole book should take on two cores (reported by ``verify``, never
+#: asserted: a loaded machine is slower, and that is not a defect of the book).
+COLD_BUILD_BUDGET_S = 600
 
 
 class UsageError(Exception):
@@ -204,7 +209,15 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
                 return 2
             os.environ["VITBOOK_FIGURES"] = str(fresh_dir)
             os.environ["VITBOOK_CACHE"] = str(Path(tmp) / "cache")  # cold: no cached result
+            start = time.perf_counter()
             status = run_build(keys, force=True, jobs=args.jobs, prune=False)
+            seconds = time.perf_counter() - start
+            print(
+                f"cold build: {seconds:.0f} s for {len(keys)} items, {args.jobs} job(s) x "
+                f"{runtime.THREADS} thread(s) on {os.cpu_count()} CPUs "
+                f"(budget for the whole book on two cores: {COLD_BUILD_BUDGET_S} s; reported, "
+                "not enforced)"
+            )
         fresh = read_manifest(fresh_dir)
     wanted = set(keys)
     verdicts = rules.compare(
