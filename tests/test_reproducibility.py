@@ -347,3 +347,16 @@ def test_rules_for_trained_and_measured_items() -> None:
     verdicts = verify.compare({"a": old, "b": timing}, {"a": moved})
     assert [v.status for v in verdicts] == ["within rules", "differs"]
     assert "1 within the rules, 1 differ" in verify.report(verdicts)
+
+
+def test_rules_for_a_rounding_error_a_deterministic_item_shows() -> None:
+    """A fact with ``tol`` on a deterministic item (float32 rounding shown as such): it may
+    move within ``tol``, and then the files that show it may differ; otherwise bytes count."""
+    old = entry({"err": fact(1.7e-06, "1.7e-06", tol=1e-5), "n": fact(196)}, {"a.svg": "h1"})
+    moved = entry({"err": fact(1.9e-06, "1.9e-06", tol=1e-5), "n": fact(196)}, {"a.svg": "h2"})
+    verdict = verify.compare_entry("k", old, moved)
+    assert verdict.status == "within rules" and "err" in verdict.notes[-1]
+    still = entry({"err": fact(1.7e-06, "1.7e-06", tol=1e-5), "n": fact(196)}, {"a.svg": "h2"})
+    assert verify.compare_entry("k", old, still).status == "differs"
+    far = entry({"err": fact(3e-05, "3.0e-05", tol=1e-5), "n": fact(196)}, {"a.svg": "h2"})
+    assert verify.compare_entry("k", old, far).status == "differs"
