@@ -251,17 +251,20 @@ def test_a_declared_input_is_part_of_the_key(tmp_path: Path) -> None:
     (tmp_path / "vitbook/weights.txt").write_text("5\n")
     (tmp_path / "vitbook/figures/ch96_inputs.py").write_text(
         "from pathlib import Path\n"
-        "from vitbook.engine import facts\n"
-        "from vitbook.reader import weight\n\n"
+        "from vitbook.engine import facts\n\n"
         '@facts(chapter=96, id="table", inputs=("vitbook/table.txt",))\n'
         "def table(rec):\n"
         '    rec.fact("n", int(Path("vitbook/table.txt").read_text()))\n\n'
-        '@facts(chapter=96, id="weight")\n'
-        "def weighted(rec):\n"
-        '    rec.fact("w", weight())\n\n'
         '@facts(chapter=96, id="plain")\n'
         "def plain(rec):\n"
         '    rec.fact("p", 1)\n'
+    )
+    (tmp_path / "vitbook/figures/ch97_reader.py").write_text(
+        "from vitbook.engine import facts\n"
+        "from vitbook.reader import weight\n\n"
+        '@facts(chapter=97, id="weight")\n'
+        "def weighted(rec):\n"
+        '    rec.fact("w", weight())\n'
     )
     _python(tmp_path, "-m", "vitbook", "figures")
 
@@ -287,7 +290,7 @@ def test_a_declared_input_is_part_of_the_key(tmp_path: Path) -> None:
     assert check() == {"ch96/table"}
     _python(tmp_path, "-m", "vitbook", "figures")
     (tmp_path / "vitbook/weights.txt").write_text("6\n")
-    assert check() == {"ch96/weight"}
+    assert check() == {"ch97/weight"}
 
 
 # --- the rules a rebuild is judged by --------------------------------------------------------

@@ -74,7 +74,8 @@ def compare_entry(key: str, old: dict[str, Any], new: dict[str, Any]) -> Verdict
     moved_within_tol = [
         name
         for name in sorted(set(old_facts) & set(new_facts))
-        if "tol" in new_facts[name] and old_facts[name]["value"] != new_facts[name]["value"]
+        if "tol" in new_facts[name] | old_facts[name]
+        and old_facts[name]["value"] != new_facts[name]["value"]
     ]
     if sorted(old_facts) != sorted(new_facts):
         gone, added = set(old_facts) - set(new_facts), set(new_facts) - set(old_facts)
