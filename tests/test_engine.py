@@ -280,3 +280,206 @@ def test_committed_figures_are_up_to_date() -> None:
         env=dict(os.environ, VITBOOK_FIGURES=str(ROOT / "figures")),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# --- What "up to date" means: every input that can change a result is in the key -------------
+
+
+def check_with(book: Path, patch: str) -> subprocess.CompletedProcess:
+    """``python -m vitbook figures --check`` in a process where ``patch`` ran first (a
+    monkeypatch: another Pillow, another thread count...)."""
+    code = f"import sys\n{patch}\nfrom vitbook.engine.cli import main\nsys.exit(main(sys.argv[1:]))"
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(book),
+        VITBOOK_FIGURES=str(book / "figures"),
+        VITBOOK_CACHE=str(book / ".cache"),
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "figures", "--check"],
+        cwd=book,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def stale_names(stdout: str) -> set[str]:
+    return {line.split()[1] for line in stdout.splitlines() if line.startswith("stale: ")}
+
+
+ALL = {
+    "ch90/alpha",
+    "ch90/alpha-facts",
+    "ch91/beta",
+    "ch91/beta-facts",
+    "ch92/gamma",
+    "ch92/gamma-facts",
+}
+
+PILLOW_99 = """
+from vitbook.engine import deps
+real = deps.library_version
+deps.library_version = lambda dist: "99.0" if dist == "pillow" else real(dist)
+"""
+
+EIGHT_THREADS = """
+from vitbook.engine import runtime
+runtime.THREADS = 8
+"""
+
+
+def test_another_pillow_or_thread_count_makes_every_item_stale(book: Path) -> None:
+    run(book, "figures")
+    assert check_with(book, "").returncode == 0
+    for patch in (PILLOW_99, EIGHT_THREADS):
+        proc = check_with(book, patch)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert stale_names(proc.stdout) == ALL, proc.stdout
+        assert "(key changed)" in proc.stdout
+
+
+def test_the_threads_are_pinned_whatever_jobs_is(book: Path) -> None:
+    probe = MODULE.replace(
+        'rec.fact("answer", {expr})',
+        'import torch\n    rec.fact("answer", {expr})\n'
+        '    rec.fact("threads", torch.get_num_threads())',
+    )
+    (book / "vitbook/figures/ch92_gamma.py").write_text(
+        probe.format(ch=92, id="gamma", imports="", expr="7")
+    )
+    for jobs in ("1", "2"):
+        shutil.rmtree(book / "figures", ignore_errors=True)
+        run(book, "figures", "--jobs", jobs, "--chapter", "92", "--force")
+        facts = json.loads((book / "figures/facts.json").read_text())
+        assert facts["ch92"]["threads"]["value"] == 1, f"--jobs {jobs}"
+
+
+def test_a_change_to_fact_formatting_recomputes_every_item_never_reusing_old_facts(
+    book: Path,
+) -> None:
+    run(book, "figures")
+    registry = book / "vitbook/engine/registry.py"
+    src = registry.read_text()
+    assert 'text = f"{value:,}"' in src
+    registry.write_text(src.replace('text = f"{value:,}"', 'text = f"{value:,} (new)"'))
+    proc = run(book, "figures", "--check", check=False)
+    assert proc.returncode == 1 and stale_names(proc.stdout) == ALL, proc.stdout
+    after = statuses(run(book, "figures").stdout)
+    assert set(after.values()) == {"computed"}  # not "redrawn" from a cached result
+    facts = json.loads((book / "figures/facts.json").read_text())
+    assert facts["ch90"]["answer"]["text"] == "41 (new)"
+
+
+def test_a_change_to_svg_post_processing_redraws_figures_only(book: Path) -> None:
+    run(book, "figures")
+    build_py = book / "vitbook/engine/build.py"
+    src = build_py.read_text()
+    assert 'text = f"{float(m.group()):.2f}"' in src
+    build_py.write_text(src.replace(":.2f}", ":.3f}"))
+    proc = run(book, "figures", "--check", check=False)
+    assert stale_names(proc.stdout) == {"ch90/alpha", "ch91/beta", "ch92/gamma"}, proc.stdout
+    assert "(rendering changed)" in proc.stdout
+    after = statuses(run(book, "figures").stdout)
+    assert after["ch90/alpha"] == "redrawn" and after["ch90/alpha-facts"] == "cached"
+
+
+def test_editing_the_command_line_or_the_cache_code_changes_no_key(book: Path) -> None:
+    run(book, "figures")
+    for name in ("cli.py", "cache.py", "__init__.py"):
+        with open(book / "vitbook/engine" / name, "a") as f:
+            f.write("\n# an edit that shapes no result\n")
+    assert run(book, "figures", "--check", check=False).returncode == 0
+
+
+RUN_MODULE = """
+from vitbook.engine import cached
+
+@cached
+def train(epochs: int = 500, seed: int = 0) -> int:
+    return epochs + seed
+"""
+
+RUN_CHAPTER = """
+from vitbook import plot
+from vitbook.engine import figure
+from vitbook.runs_for_test import train
+
+@figure(chapter=93, id="delta", size=(3.0, 2.0))
+def fig(rec):
+    rec.fact("result", train(epochs=500) + train(500) + train())
+    return [1, 2]
+
+@fig.draw
+def _(data, v):
+    fig, ax = plot.subplots(v)
+    ax.plot(data, color="{colour}")
+    return fig
+"""
+
+
+def run_report(stdout: str) -> list[tuple[str, str]]:
+    """The build report's training-run lines as (run, "trained" or "cached")."""
+    return [
+        (line.split()[1], line.split()[2])
+        for line in stdout.splitlines()
+        if line.strip().startswith("run ")
+    ]
+
+
+def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller(
+    book: Path,
+) -> None:
+    (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE)
+    chapter = book / "vitbook/figures/ch93_delta.py"
+    chapter.write_text(RUN_CHAPTER.format(colour="C0"))
+    first = run(book, "figures", "--chapter", "93")
+    assert run_report(first.stdout) == [("train", "trained")]
+    assert len(list((book / ".cache/runs").glob("train-*.pkl"))) == 1  # f(500), f(epochs=500), f()
+    chapter.write_text(RUN_CHAPTER.format(colour="C1"))  # a colour change must not retrain
+    second = run(book, "figures", "--chapter", "93")
+    assert statuses(second.stdout)["ch93/delta"] == "computed"
+    assert run_report(second.stdout) == [("train", "cached")]
+    (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE.replace("epochs + seed", "epochs"))
+    third = run(book, "figures", "--chapter", "93")
+    assert run_report(third.stdout) == [("train", "trained")]
+
+
+def test_cached_binds_arguments_with_defaults(tmp_path: Path, monkeypatch) -> None:
+    from vitbook.engine import cached
+
+    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path))
+    calls = []
+
+    def train(epochs: int = 500, seed: int = 0) -> int:
+        calls.append((epochs, seed))
+        return epochs + seed
+
+    f = cached(train)
+    assert f(500) == f(epochs=500) == f() == f(500, 0) == f(seed=0, epochs=500) == 500
+    assert calls == [(500, 0)]
+    assert f(epochs=501) == 501 and f(500, seed=1) == 501
+    assert calls == [(500, 0), (501, 0), (500, 1)]
+    assert len(list((tmp_path / "runs").glob("*.pkl"))) == 3
+
+
+def test_the_engine_imports_nothing_of_the_book() -> None:
+    """The engine runs functions and stores what they return: no page macros or hooks
+    (``vitbook.site``), no Vision Transformer (``vitbook.model``, ``analysis``...)."""
+    import ast
+
+    outside = []
+    for path in sorted((ROOT / "vitbook/engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            outside += [
+                f"{path.name}: {n}"
+                for n in names
+                if n.split(".")[0] == "vitbook" and not n.startswith("vitbook.engine")
+            ]
+    assert not outside, outside

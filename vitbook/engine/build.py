@@ -1,35 +1,36 @@
 """Build figures and facts: decide what is stale, compute it, draw it, write it safely.
 
-For every registered item the engine derives a key (see :func:`item_key`). The
-manifest ``figures/manifest.json`` remembers, per item, the key its files were made
-with and each file's SHA-256. An item is up to date when its key is unchanged and
-its files are on disk with those hashes; only stale items are computed. A computed
-result is also stored in the result cache, so a figure whose files were deleted or
-damaged is redrawn without recomputing.
+For every registered item the engine derives a key (see :func:`item_key`) from everything
+that can change what the item's files and facts contain: its code and the code it imports,
+the data files it declares, the environment (library versions, Python, threads, device) and
+the engine code that seeds, records facts and renders. The manifest ``figures/manifest.json``
+remembers, per item, the key its files were made with and each file's SHA-256. An item is up
+to date when its key is unchanged and its files are on disk with those hashes; only stale
+items are computed. A computed result is also stored in the result cache (under
+:func:`compute_key`), so a figure whose files were deleted or damaged is redrawn without
+recomputing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import io
 import json
 import os
-import random
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import cache as memoize
 from pathlib import Path
 from typing import Any
 
-from . import cache, explorer
-from .deps import source_key
+from . import cache, explorer, registry, runtime
+from .deps import file_digest, source_key
 from .registry import Item, Recorder, discover
 
-#: Bump when a change to the engine changes the bytes it writes (dpi, metadata, formats).
-RENDER_VERSION = 3
 DPI = 150
 THEMES = ("light", "dark")
 SVG_SALT = "vitbook"
@@ -63,14 +64,76 @@ def figures_dir() -> Path:
     return Path(os.environ.get("VITBOOK_FIGURES", "figures"))
 
 
+def _code_digest(parts: list[Any]) -> str:
+    """A hash of the source of each function, class or module in ``parts`` (other values by
+    their ``repr``)."""
+    h = hashlib.sha256()
+    for part in parts:
+        text = (
+            inspect.getsource(part)
+            if inspect.isfunction(part) or inspect.isclass(part) or inspect.ismodule(part)
+            else repr(part)
+        )
+        h.update(hashlib.sha256(text.encode()).digest())
+    return h.hexdigest()[:20]
+
+
+@memoize
+def compute_code() -> str:
+    """The engine code that shapes what a computation returns and records: the seeds, threads
+    and device it runs under (the whole of ``runtime``) and the way facts are formatted and
+    stored (``registry.Recorder``). Editing it makes every item stale; editing the command line,
+    the cache or the progress bar does not."""
+    return _code_digest([runtime, registry.Recorder, registry._plain, _facts_of])
+
+
+@memoize
+def render_code() -> str:
+    """The engine code that shapes the bytes of a figure's files: drawing in each theme,
+    PNG quantisation, SVG post-processing, the explorer encoding and the constants they use."""
+    return _code_digest(
+        [
+            Variant,
+            render,
+            file_names,
+            shrink_png,
+            stable_svg,
+            explorer,
+            DPI,
+            THEMES,
+            SVG_SALT,
+            _NUMBER.pattern,
+            _HASHED_ID.pattern,
+        ]
+    )
+
+
+def item_inputs(item: Item) -> list[Path]:
+    """The data files ``item`` declares (``inputs=``), as paths under the project root."""
+    return [project_root() / p for p in item.inputs]
+
+
+def project_root() -> Path:
+    """The folder holding the ``vitbook`` package whose figures are registered."""
+    import importlib
+
+    return Path(importlib.import_module("vitbook.figures").__file__).resolve().parents[2]
+
+
 def compute_key(item: Item) -> str:
-    """What the computation depends on: its module's import closure and library versions."""
-    return source_key(item.module, item.key)
+    """What the computation depends on: its module's import closure, its declared inputs, the
+    environment and the engine code that runs it and records its facts."""
+    inputs = file_digest(item_inputs(item)) if item.inputs else ""
+    return source_key(item.module, item.key, inputs, compute_code())
 
 
 def item_key(item: Item) -> str:
-    """What the files depend on: the computation, the figure's size and the renderer."""
-    return source_key(item.module, item.key, item.size, RENDER_VERSION)
+    """What the files depend on: the computation and, for a figure, its size and the rendering
+    code (an item without a figure writes no file: its key is its computation's)."""
+    if not item.is_figure:
+        return compute_key(item)
+    parts = [compute_key(item), repr(item.size), render_code()]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
 def file_names(item: Item) -> list[str]:
@@ -93,12 +156,28 @@ def sha256(path: Path) -> str | None:
         return None
 
 
-def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
-    if not entry or entry.get("key") != item_key(item):
-        return False
+def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | None:
+    """Why ``item`` is out of date (a short phrase), or None if it is up to date: its key (its
+    code, inputs, environment or the engine code that shapes it) changed, or a file is
+    missing or not the one the manifest recorded."""
+    if not entry:
+        return "never built"
+    if entry.get("key") != item_key(item):
+        if entry.get("compute_key") == compute_key(item):
+            return "rendering changed"
+        return "key changed"
     files = entry.get("files", {})
     names = file_names(item)
-    return sorted(files) == sorted(names) and all(sha256(outdir / n) == files[n] for n in names)
+    if sorted(files) != sorted(names):
+        return "files changed"
+    for n in names:
+        if sha256(outdir / n) != files[n]:
+            return f"{n} missing or damaged"
+    return None
+
+
+def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
+    return why_stale(item, entry, outdir) is None
 
 
 def render(item: Item, data: Any) -> dict[str, bytes]:
@@ -161,13 +240,12 @@ def stable_svg(blob: bytes) -> bytes:
     return blob
 
 
-def _seed(seed: int = 0) -> None:
-    """Seed every random source the figure code may use (torch only if it is loaded)."""
-    random.seed(seed)
-    if "numpy" in sys.modules:
-        sys.modules["numpy"].random.seed(seed)
-    if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(seed)
+def _facts_of(item: Item) -> tuple[Any, dict[str, Any]]:
+    """Run ``item``'s computation under the book's conditions; its data and its facts."""
+    rec = Recorder(item.chapter)
+    with runtime.book_conditions():
+        data = item.compute(rec)
+    return data, rec.facts
 
 
 def build_one(key: str, outdir: Path, force: bool) -> Outcome:
@@ -180,10 +258,7 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
     result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ckey}.pkl"
 
     def compute() -> tuple[Any, dict[str, Any]]:
-        _seed()
-        rec = Recorder(item.chapter)
-        data = item.compute(rec)
-        return data, rec.facts
+        return _facts_of(item)
 
     if force:
         (data, facts), hit = compute(), False
@@ -195,9 +270,11 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
         cache.atomic_write(outdir / name, blob)
     entry = {
         "key": ikey,
+        "compute_key": ckey,
         "files": {n: hashlib.sha256(b).hexdigest() for n, b in sorted(files.items())},
         "facts": facts,
         "deterministic": item.deterministic,
+        "trained": item.trained,
     }
     seconds = time.perf_counter() - start
     status = "redrawn" if hit else "computed"
@@ -213,9 +290,8 @@ def _safe_build_one(key: str, outdir: Path, force: bool) -> Outcome:
         return Outcome(key, "failed", error="".join(traceback.format_exception(exc)))
 
 
-def _init_worker(threads: int) -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
+def _init_worker() -> None:
+    runtime.pin_environment()
 
 
 def read_manifest(outdir: Path) -> dict[str, Any]:
@@ -286,11 +362,9 @@ def build(
     else:
         import multiprocessing
 
-        threads = max(1, (os.cpu_count() or 1) // jobs)
+        # every worker computes on runtime.THREADS threads, whatever ``jobs`` is
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(
-            jobs, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
-        ) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker) as pool:
             futures = [pool.submit(_safe_build_one, key, outdir, force) for key in todo]
             for fut in as_completed(futures):
                 outcomes.append(fut.result())
@@ -302,9 +376,11 @@ def build(
     return sorted(outcomes, key=lambda o: order[o.key])
 
 
-def stale(keys: list[str]) -> list[str]:
-    """The items among ``keys`` whose files are missing, damaged or out of date."""
+def stale(keys: list[str]) -> dict[str, str]:
+    """The items among ``keys`` whose files are missing, damaged or out of date, each with the
+    reason (see :func:`why_stale`)."""
     outdir = figures_dir()
     registry = discover({int(k[2:4]) for k in keys})
     manifest = read_manifest(outdir)
-    return [k for k in keys if not is_fresh(registry[k], manifest.get(k), outdir)]
+    reasons = {k: why_stale(registry[k], manifest.get(k), outdir) for k in keys}
+    return {k: r for k, r in reasons.items() if r is not None}

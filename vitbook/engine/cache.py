@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import inspect
 import os
 import pickle
 import tempfile
@@ -123,18 +124,29 @@ RUNS: dict[str, tuple[float, bool]] = {}
 def cached(fn: Callable[..., T]) -> Callable[..., T]:
     """Cache an expensive function (a training run) on disk, keyed like a figure.
 
-    The key covers the function's module and everything it imports, the library
-    versions, the function's name and the arguments' ``repr``. Arguments must
-    therefore have a faithful ``repr`` (numbers, strings, frozen dataclasses).
+    The key covers the code the run executes (the function's module and everything it
+    imports, not the chapter that calls it), the environment (library versions, Python,
+    threads, device; see :func:`vitbook.engine.deps.environment`), the function's name and its
+    arguments bound to its parameters with the defaults filled in, so ``f(500)``,
+    ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one entry. Arguments must have
+    a faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
     """
+    signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        key = source_key(fn.__module__, fn.__qualname__, args, sorted(kwargs.items()))
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = run_key(fn, bound.arguments)
         path = cache_dir() / "runs" / f"{fn.__qualname__}-{key}.pkl"
         start = time.perf_counter()
-        value, hit = get_or_compute(path, lambda: fn(*args, **kwargs))
+        value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
         RUNS.setdefault(fn.__qualname__, (time.perf_counter() - start, hit))
         return value
 
     return wrapper
+
+
+def run_key(fn: Callable[..., Any], arguments: dict[str, Any]) -> str:
+    """The key of a cached run of ``fn`` with these bound ``arguments`` (defaults applied)."""
+    return source_key(fn.__module__, fn.__qualname__, sorted(arguments.items()))

@@ -7,16 +7,26 @@ Examples::
     python -m vitbook figures --chapter 2     # one chapter
     python -m vitbook figures --only ch02/patch-grid --force
     python -m vitbook figures --check         # exit 1 if anything is stale; computes nothing
+    python -m vitbook verify --jobs 2         # a cold build in a temporary folder, compared
+                                              # with figures/ (see vitbook/engine/verify.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from .build import Outcome, build, figures_dir, stale
+from . import runtime
+from .build import Outcome, build, figures_dir, read_manifest, stale
 from .registry import discover
+
+#: What a cold build of the whole book should take on two cores (reported by ``verify``, never
+#: asserted: a loaded machine is slower, and that is not a defect of the book).
+COLD_BUILD_BUDGET_S = 600
 
 
 class UsageError(Exception):
@@ -55,6 +65,31 @@ def parser() -> argparse.ArgumentParser:
     )
     ls = sub.add_parser("list", help="list every figure and computation")
     ls.add_argument("--chapter", type=int, action="append", metavar="N")
+    v = sub.add_parser(
+        "verify",
+        help="build cold in a temporary folder and compare with the committed figures",
+        description="Build the selected items cold (a fresh cache) in a temporary folder and "
+        "compare them with the committed figures under the reproducibility rules of "
+        "vitbook/engine/verify.py. Exit 1 if any item differs.",
+    )
+    v.add_argument("--chapter", type=int, action="append", metavar="N")
+    v.add_argument("--only", action="append", metavar="ID")
+    v.add_argument(
+        "--jobs", type=_positive_int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    v.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="the figures to compare with (default: figures/ or $VITBOOK_FIGURES)",
+    )
+    v.add_argument(
+        "--fresh",
+        type=Path,
+        metavar="DIR",
+        help="compare this finished build instead of building (its manifest.json)",
+    )
+    v.add_argument("--keep", type=Path, metavar="DIR", help="build into DIR and keep it")
     return p
 
 
@@ -106,6 +141,10 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # before torch loads: the book computes on the CPU with runtime.THREADS threads per process
+    from .runtime import pin_environment
+
+    pin_environment()
     args = parser().parse_args(argv)
     try:
         keys = select(getattr(args, "chapter", None), getattr(args, "only", None))
@@ -119,13 +158,21 @@ def main(argv: list[str] | None = None) -> int:
             kind = "figure" if item.is_figure else "facts"
             print(f"{key:<40} {kind:<7} {item.module}")
         return 0
+    if args.command == "verify":
+        return verify(keys, args)
     if args.check:
         out_of_date = stale(keys)
-        for key in out_of_date:
-            print(f"stale: {key}")
+        for key, reason in out_of_date.items():
+            print(f"stale: {key} ({reason})")
         print(f"{len(keys) - len(out_of_date)} of {len(keys)} items up to date in {figures_dir()}/")
         return 1 if out_of_date else 0
 
+    prune = not args.chapter and not args.only
+    return run_build(keys, force=args.force, jobs=args.jobs, prune=prune)
+
+
+def run_build(keys: list[str], *, force: bool, jobs: int, prune: bool) -> int:
+    """Build ``keys`` with a progress bar, print the report; 1 if anything failed."""
     from tqdm import tqdm
 
     start = time.perf_counter()
@@ -135,10 +182,48 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix_str(f"{o.key} {o.status}")
             bar.update()
 
-        prune = not args.chapter and not args.only
-        outcomes = build(keys, force=args.force, jobs=args.jobs, prune=prune, on_done=done)
+        outcomes = build(keys, force=force, jobs=jobs, prune=prune, on_done=done)
     print(report(outcomes, time.perf_counter() - start))
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
         print(f"\n{o.key} failed:\n{o.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def verify(keys: list[str], args: argparse.Namespace) -> int:
+    """``python -m vitbook verify``: a cold build compared with the committed figures."""
+    from . import verify as rules
+
+    against = args.against or figures_dir()
+    committed = read_manifest(against)
+    if not committed:
+        print(f"error: no manifest.json in {against}/", file=sys.stderr)
+        return 2
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="vitbook-verify-") as tmp:
+        fresh_dir = args.fresh
+        if fresh_dir is None:
+            fresh_dir = args.keep or Path(tmp) / "figures"
+            if fresh_dir.exists() and any(fresh_dir.iterdir()):
+                print(f"error: {fresh_dir}/ is not empty: a cold build needs an empty folder")
+                return 2
+            os.environ["VITBOOK_FIGURES"] = str(fresh_dir)
+            os.environ["VITBOOK_CACHE"] = str(Path(tmp) / "cache")  # cold: no cached result
+            start = time.perf_counter()
+            status = run_build(keys, force=True, jobs=args.jobs, prune=False)
+            seconds = time.perf_counter() - start
+            print(
+                f"cold build: {seconds:.0f} s for {len(keys)} items, {args.jobs} job(s) x "
+                f"{runtime.THREADS} thread(s) on {os.cpu_count()} CPUs "
+                f"(budget for the whole book on two cores: {COLD_BUILD_BUDGET_S} s; reported, "
+                "not enforced)"
+            )
+        fresh = read_manifest(fresh_dir)
+    wanted = set(keys)
+    verdicts = rules.compare(
+        {k: e for k, e in committed.items() if k in wanted},
+        {k: e for k, e in fresh.items() if k in wanted},
+    )
+    print(f"\nverify: {fresh_dir}/ against {against}/ (rules: vitbook/engine/verify.py)")
+    print(rules.report(verdicts))
+    return 1 if status or any(v.status == "differs" for v in verdicts) else 0

@@ -105,6 +105,8 @@ class Item:
     size: tuple[float, float] | None = None
     deterministic: bool = True
     trained: bool = False
+    #: data files the computation reads, relative to the project root (hashed into its key)
+    inputs: tuple[str, ...] = ()
     draw_fn: Callable[..., Any] | None = field(default=None, repr=False)
     export_fn: Callable[[Any], Any] | None = field(default=None, repr=False)
 
@@ -134,8 +136,14 @@ class Item:
         return fn
 
     def __call__(self, rec: Recorder | None = None) -> Any:
-        """Run the computation directly (handy in notebooks and tests)."""
-        return self.compute(rec or Recorder(self.chapter))
+        """Run the computation directly (handy in notebooks and tests), under the conditions
+        the engine runs it under (seeded with 0, on the book's thread count; see
+        :mod:`vitbook.engine.runtime`), so it records the facts a build records. The caller's
+        thread counts are restored afterwards."""
+        from .runtime import book_conditions
+
+        with book_conditions(restore=True):
+            return self.compute(rec or Recorder(self.chapter))
 
 
 REGISTRY: dict[str, Item] = {}
@@ -149,6 +157,7 @@ def _register(
     size: tuple[float, float] | None,
     deterministic: bool,
     trained: bool = False,
+    inputs: tuple[str, ...] = (),
 ) -> Item:
     module = fn.__module__
     m = MODULE_RE.match(module.rsplit(".", 1)[-1])
@@ -158,7 +167,9 @@ def _register(
         raise ValueError(f"{module} registers chapter {chapter}; its name says {int(m.group(1))}")
     if not ID_RE.match(id):
         raise ValueError(f"figure id {id!r} must be lower-case words joined by '-'")
-    item = Item(chapter, id, fn, module, size, deterministic, trained)
+    if isinstance(inputs, str) or not all(isinstance(p, str) for p in inputs):
+        raise ValueError(f"{module}: inputs= takes a tuple of paths relative to the project root")
+    item = Item(chapter, id, fn, module, size, deterministic, trained, tuple(inputs))
     if item.key in REGISTRY and REGISTRY[item.key].module != module:
         raise ValueError(f"{item.key} is registered twice")
     REGISTRY[item.key] = item
@@ -172,6 +183,7 @@ def figure(
     size: tuple[float, float],
     deterministic: bool = True,
     trained: bool = False,
+    inputs: tuple[str, ...] = (),
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
     """Register a figure's compute function; attach its drawing with ``@item.draw``.
 
@@ -184,24 +196,44 @@ def figure(
         trained: True when the numbers come from training runs: reproducible on one machine,
             but another CPU may move them a little. Across machines their facts are checked
             within each fact's ``tol`` and the files are not compared byte for byte.
+        inputs: data files the computation reads (``open``, ``np.load``...), as paths relative
+            to the project root, e.g. ``("vitbook/data/face.png",)``; their contents are part
+            of the key. A file read that is not declared fails ``tests/test_reproducibility.py``.
     """
 
     def wrap(fn: Callable[[Recorder], Any]) -> Item:
         return _register(
-            fn, chapter=chapter, id=id, size=size, deterministic=deterministic, trained=trained
+            fn,
+            chapter=chapter,
+            id=id,
+            size=size,
+            deterministic=deterministic,
+            trained=trained,
+            inputs=inputs,
         )
 
     return wrap
 
 
 def facts(
-    *, chapter: int, id: str, deterministic: bool = True, trained: bool = False
+    *,
+    chapter: int,
+    id: str,
+    deterministic: bool = True,
+    trained: bool = False,
+    inputs: tuple[str, ...] = (),
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
     """Register a computation that only records facts (no drawing); arguments as :func:`figure`."""
 
     def wrap(fn: Callable[[Recorder], Any]) -> Item:
         return _register(
-            fn, chapter=chapter, id=id, size=None, deterministic=deterministic, trained=trained
+            fn,
+            chapter=chapter,
+            id=id,
+            size=None,
+            deterministic=deterministic,
+            trained=trained,
+            inputs=inputs,
         )
 
     return wrap

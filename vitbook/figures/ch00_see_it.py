@@ -313,7 +313,7 @@ def attention(rec):
             rec.fact(f"cls_argmax_{tag}", int(cls_row[1:].argmax()))
             rec.fact(f"cls_on_chosen_{tag}", float(cls_row[CHOSEN + 1]), "{:.3f}")
             rec.fact(f"cls_self_{tag}", float(cls_row[0]), "{:.3f}")
-    rec.fact("row_sum_err", float(np.abs(attn.sum(-1) - 1).max()), "{:.0e}")
+    rec.fact("row_sum_err", float(np.abs(attn.sum(-1) - 1).max()), "{:.0e}", tol=1e-6)
     rec.fact("cls_low_l1h1", float(attn[0, 0, 0, 1:].min()), "{:.4f}")
     # head 1 reads LayerNormed tokens: the patch with the largest *normalised* feature 1
     with torch.no_grad():

@@ -208,7 +208,7 @@ def fused_qkv(rec):
     """The fused-projection proof and the attention parameter count of ViT-B/16."""
     r = fused_vs_separate()
     rec.fact("qkv_max_diff", r["qkv_diff"], text=diff_text(r["qkv_diff"]))
-    rec.fact("msa_max_diff", r["msa_diff"], text=diff_text(r["msa_diff"]))
+    rec.fact("msa_max_diff", r["msa_diff"], text=diff_text(r["msa_diff"]), tol=1e-5)
     rec.fact("msa_out_max", r["scale"], "{:.2f}")
     cfg = preset("vit-b/16")
     p = param_breakdown(cfg)
@@ -349,7 +349,7 @@ def four_heads(rec):
         rec.fact(f"peak_{key}", weights[0, h, QUERY].max(), "{:.2f}")
     rec.fact("dist_uniform", uni, "{:.0f}")
     rec.fact("image_width", GRID * PATCH)
-    rec.fact("fh_row_sum_max_dev", (weights.sum(-1) - 1).abs().max(), "{:.1e}")
+    rec.fact("fh_row_sum_max_dev", (weights.sum(-1) - 1).abs().max(), "{:.1e}", tol=1e-13)
     rows = weights[0, :, QUERY].reshape(len(HEAD_NAMES), GRID, GRID).numpy()
     return {"image": face(GRID * PATCH), "rows": rows, "dist": dist.numpy(), "uniform": float(uni)}
 

@@ -210,8 +210,8 @@ def layernorm_vs_batchnorm(rec):
     rec.fact("lnbn_dim", D)
     rec.fact("ln_change", ln_change, text="0" if ln_change == 0 else f"{ln_change:.1e}")
     rec.fact("bn_change", bn_change, "{:.2f}")
-    rec.fact("ln_row_mean_max", ln.mean(-1).abs().max().item(), "{:.0e}")
-    rec.fact("bn_col_mean_max", bn.reshape(-1, D).mean(0).abs().max().item(), "{:.0e}")
+    rec.fact("ln_row_mean_max", ln.mean(-1).abs().max().item(), "{:.0e}", tol=1e-6)  # rounding
+    rec.fact("bn_col_mean_max", bn.reshape(-1, D).mean(0).abs().max().item(), "{:.0e}", tol=1e-6)
     return {
         "x": x.reshape(B * T, D).numpy(),
         "B": B,
@@ -358,6 +358,12 @@ def pre_vs_post_norm(rec):
     return {f"{i}-{o}": r for (i, o), r in runs.items()}
 
 
+def steady(values) -> list[float]:
+    """Values rounded to 3 significant digits (0.1 %, a third of a pixel here) for drawing:
+    float32 sums on another CPU move their last bits, which would move antialiased pixels."""
+    return [float(f"{x:.3g}") for x in values]
+
+
 @pre_vs_post_norm.draw
 def _(runs, v):
     c = plot.colors(v)
@@ -367,7 +373,7 @@ def _(runs, v):
     for init, ls in (("xavier", "-"), ("timm", "--")):
         for order in ("pre", "post"):
             color, name = style[order]
-            g = runs[f"{init}-{order}"]["grad"]
+            g = steady(runs[f"{init}-{order}"]["grad"])
             ax.plot(layers, g, ls=ls, color=color, lw=1.8 if init == "xavier" else 1.3)
             label = f"{name},\nXavier"
             if init == "xavier":
@@ -388,7 +394,7 @@ def _(runs, v):
     ax.set_title("Gradient per block at initialisation", fontsize=10)
     for order in ("pre", "post"):
         color, name = style[order]
-        r = runs[f"xavier-{order}"]["rms"]
+        r = steady(runs[f"xavier-{order}"]["rms"])
         bx.plot(layers, r, color=color)
         plot.label_line(bx, layers[-1], r[-1], name, color)
     bx.set_xlim(0.5, STACK["depth"] + 6)

@@ -386,7 +386,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="participant-leak", size=(7.2, 2.8))
+@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True)
 def participant_leak(rec):
     """The same k-nearest-neighbour classifier, scored by 5-fold cross-validation with a
     frame-level random split and with a participant-level GroupKFold split."""

@@ -103,7 +103,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2))
+@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2), trained=True)
 def pos_similarity(rec):
     """Cosine similarity between the learned position embedding of each patch (one small map
     per patch, at its place in the grid) and those of all the others."""
