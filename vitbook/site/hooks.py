@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbook.site import macros as book
+from vitbook.site import math
 
 MATHJAX = Path("node_modules/mathjax/es5")
 
@@ -22,8 +23,17 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed)."""
+    return math.typeset_page(html)
+
+
 def on_post_build(config: Any) -> None:
-    """Copy the rendered figures and MathJax (from ``npm ci``) into the built site."""
+    """Copy the rendered figures and MathJax (from ``npm ci``) into the built site.
+
+    The MathJax runtime is loaded only by pages whose math is not typeset at build time (the
+    notebook pages' Markdown cells); see ``docs/javascripts/mathjax.js``."""
+    math.TYPESETTER.close()
     site = Path(config["site_dir"])
     project = Path(config["config_file_path"]).parent
     src = project / "figures"

@@ -1,0 +1,125 @@
+"""Math typeset at build time: every ``arithmatex`` formula of a page becomes SVG in the HTML.
+
+``pymdownx.arithmatex`` (generic mode) leaves ``<span class="arithmatex">\\(...\\)</span>`` and
+``<div class="arithmatex">\\[...\\]</div>`` in a page; :func:`typeset_page` replaces the TeX
+inside with MathJax's SVG output (glyphs as paths, the formula as MathML for screen readers), so
+a reader's browser needs no math runtime and no JavaScript to see it. MathJax runs in Node
+(``mathjax-full``, pinned in ``package.json``), started at most once per build and only when a
+formula is not yet in the cache (``.cache/math/<sha256>.html``, keyed by the TeX, display mode
+and the MathJax version). A TeX error fails the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from vitbook.engine import cache
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("tex2svg.js")
+MATH_RE = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex(?P<cls>[^"]*)"(?P<attrs>[^>]*)>(?P<tex>.*?)</(?P=tag)>',
+    re.S,
+)
+_DELIMS = {("\\(", "\\)"): False, ("\\[", "\\]"): True, ("$$", "$$"): True, ("$", "$"): False}
+
+
+class MathError(Exception):
+    """A formula MathJax cannot typeset: the build must fail."""
+
+
+def mathjax_version() -> str:
+    pkg = ROOT / "node_modules" / "mathjax-full" / "package.json"
+    try:
+        return json.loads(pkg.read_text())["version"]
+    except OSError:
+        raise MathError(f"{pkg} is missing: run `npm ci` (mathjax-full is pinned)") from None
+
+
+def cache_folder() -> Path:
+    return Path(os.environ.get("VITBOOK_MATH_CACHE", ROOT / ".cache" / "math"))
+
+
+class Typesetter:
+    """One Node process for the whole build, started on the first formula not in the cache."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.version = ""
+        self.typeset_count = 0
+        self.cached_count = 0
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                ["node", str(SCRIPT)],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+            )
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def svg(self, tex: str, display: bool) -> str:
+        if not self.version:
+            self.version = mathjax_version()
+        key = hashlib.sha256(f"{self.version}\0{int(display)}\0{tex}".encode()).hexdigest()
+        path = cache_folder() / key[:2] / f"{key}.html"
+        try:
+            out = path.read_text(encoding="utf-8")
+            self.cached_count += 1
+            return out
+        except OSError:
+            pass
+        proc = self._start()
+        proc.stdin.write(json.dumps({"tex": tex, "display": display}) + "\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        if "error" in answer:
+            raise MathError(f"MathJax cannot typeset {tex!r}: {answer['error']}")
+        out = slim(answer["svg"])
+        cache.atomic_write(path, out.encode("utf-8"))
+        self.typeset_count += 1
+        return out
+
+
+def slim(svg: str) -> str:
+    """Drop what the page does not use: the per-glyph codes and the inline position style."""
+    svg = re.sub(r' data-c="[0-9A-F]+"', "", svg)
+    return svg.replace(' style="position: relative;"', "")
+
+
+def strip_delimiters(tex: str) -> tuple[str, bool]:
+    tex = html.unescape(tex).strip()
+    for (left, right), display in _DELIMS.items():
+        if tex.startswith(left) and tex.endswith(right) and len(tex) >= len(left) + len(right):
+            return tex[len(left) : len(tex) - len(right)].strip(), display
+    raise MathError(f"arithmatex content without delimiters: {tex[:80]!r}")
+
+
+TYPESETTER = Typesetter()
+
+
+def typeset_page(page_html: str, typesetter: Typesetter = TYPESETTER) -> str:
+    """Replace every arithmatex formula of a page by its SVG."""
+
+    def one(m: re.Match[str]) -> str:
+        tex, display = strip_delimiters(m.group("tex"))
+        out = typesetter.svg(tex, display)
+        tag = m.group("tag")
+        return f'<{tag} class="arithmatex{m.group("cls")}"{m.group("attrs")}>{out}</{tag}>'
+
+    return MATH_RE.sub(one, page_html)
