@@ -5,7 +5,7 @@ nox -s figures    figures only; extra arguments go to `python -m vitbook figures
 nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
 nox -s lint       ruff
-nox -s bench      the model's speed benchmarks (prints ratios; not a test)
+nox -s bench      the model's speed benchmarks and Lighthouse scores per chapter (not a test)
 """
 
 from __future__ import annotations
@@ -70,5 +70,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    install(session, npm=False)
+    """The model's speed; then Lighthouse scores of every chapter page (builds the site)."""
+    install(session)
     session.run("python", "benchmarks/bench_model.py", *session.posargs, env=ENV)
+    session.run("python", "-m", "vitbook", "figures", env=ENV)
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+    session.run("python", "benchmarks/lighthouse.py", "site", env=ENV)

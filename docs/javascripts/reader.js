@@ -1,20 +1,27 @@
 // Keyboard access to what scrolls: a wide table, listing, formula or notebook cell that
 // overflows its column gets tabindex="0", so it can be focused and scrolled with the arrow
-// keys (WCAG 2.1.1). Checked again when the window changes size.
+// keys (WCAG 2.1.1). Checked again when the window changes size. All sizes are read before
+// any attribute is written, so the page is laid out once, not once per element.
 (() => {
   const SCROLLERS = [
     ".md-typeset__scrollwrap", ".md-typeset pre > code", ".vb-eq-body",
     ".highlight-ipynb", ".jp-OutputArea-output", ".jp-OutputArea-output pre",
   ].join(", ");
   const mark = () => {
+    const found = [];
     for (const el of document.querySelectorAll(SCROLLERS)) {
-      const scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
-      const style = getComputedStyle(el);
-      const can = /(auto|scroll)/.test(style.overflowX + style.overflowY + style.overflow);
-      if (scrolls && can && !el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
+      if (el.hasAttribute("tabindex")) continue;
+      if (el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1) {
+        const style = getComputedStyle(el);
+        if (/(auto|scroll)/.test(style.overflowX + style.overflowY)) found.push(el);
+      }
     }
-    const bar = document.querySelector(".md-progress");
-    if (bar && !bar.hasAttribute("aria-label")) bar.setAttribute("aria-label", "Loading the page");
+    for (const el of found) el.setAttribute("tabindex", "0");
+    // names for Material's widgets that have none: the progress bar and the search dialog
+    const bar = document.querySelector(".md-progress:not([aria-label])");
+    if (bar) bar.setAttribute("aria-label", "Loading the page");
+    const search = document.querySelector('.md-search[role="dialog"]:not([aria-label])');
+    if (search) search.setAttribute("aria-label", "Search");
   };
   let timer = null;
   window.addEventListener("resize", () => {

@@ -34,6 +34,7 @@ def on_post_build(config: Any) -> None:
     The MathJax runtime is loaded only by pages whose math is not typeset at build time (the
     notebook pages' Markdown cells); see ``docs/javascripts/mathjax.js``."""
     math.TYPESETTER.close()
+    math.clean_search_index(Path(config["site_dir"]))
     site = Path(config["site_dir"])
     project = Path(config["config_file_path"]).parent
     src = project / "figures"

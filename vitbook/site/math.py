@@ -123,3 +123,72 @@ def typeset_page(page_html: str, typesetter: Typesetter = TYPESETTER) -> str:
         return f'<{tag} class="arithmatex{m.group("cls")}"{m.group("attrs")}>{out}</{tag}>'
 
     return MATH_RE.sub(one, page_html)
+
+
+# --- search: readable text instead of TeX, prompts and listings -------------------------------
+
+_TEX_WORDS = {
+    "times": "×",
+    "cdot": "·",
+    "sqrt": "√",
+    "sum": "∑",
+    "in": "∈",
+    "to": "→",
+    "rightarrow": "→",
+    "leq": "≤",
+    "geq": "≥",
+    "le": "≤",
+    "ge": "≥",
+    "neq": "≠",
+    "approx": "≈",
+    "infty": "∞",
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "epsilon": "ε",
+    "lambda": "λ",
+    "mu": "μ",
+    "sigma": "σ",
+    "theta": "θ",
+    "pi": "π",
+    "ldots": "…",
+    "dots": "…",
+    "top": "ᵀ",
+}
+_PROMPT_RE = re.compile(r"(?:In|Out)\s*\[\s*\d*\s*\]:\s*")
+_PRE_RE = re.compile(r"<pre>.*?</pre>", re.S)
+_PROSE_RE = re.compile(r"<(?:p|h\d|ul|ol|table|blockquote|dl)\b")
+_DOLLARS_RE = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+
+
+def tex_to_text(tex: str) -> str:
+    """A formula as words a search snippet can show: ``8 \\times 8`` -> ``8 × 8``."""
+    text = re.sub(r"\\[,;:! ]|\\q?quad\b", " ", tex)
+    text = re.sub(r"\\(?:math[a-z]+|text[a-z]*|operatorname|boldsymbol|left|right)\b\s*", "", text)
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: _TEX_WORDS.get(m.group(1), m.group(1)), text)
+    text = text.replace("\\", "").replace("{", "").replace("}", "")
+    return " ".join(text.replace("^", "").replace("_", "").split())
+
+
+def clean_search_text(text: str) -> str:
+    """A search entry without notebook prompts, "Copied!" buttons, code listings or raw TeX."""
+    # a notebook's code cell follows its "In [n]:" prompt up to the next prose (or prompt)
+    parts = _PROMPT_RE.split(text.replace("\xa0", " "))
+    text = parts[0] + " ".join(
+        p[m.start() :] if (m := _PROSE_RE.search(p)) else "" for p in parts[1:]
+    )
+    text = _PRE_RE.sub(" ", text)
+    text = text.replace("Copied!", "")
+    text = _DOLLARS_RE.sub(lambda m: tex_to_text(next(g for g in m.groups() if g)), text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def clean_search_index(site_dir: Path) -> None:
+    """Rewrite ``search/search_index.json`` (written by the search plugin) with clean text."""
+    path = site_dir / "search" / "search_index.json"
+    if not path.is_file():
+        return
+    index = json.loads(path.read_text(encoding="utf-8"))
+    for doc in index.get("docs", []):
+        doc["text"] = clean_search_text(doc.get("text", ""))
+    path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), "utf-8")
