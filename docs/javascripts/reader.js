@@ -4,7 +4,8 @@
 // any attribute is written, so the page is laid out once, not once per element.
 (() => {
   const SCROLLERS = [
-    ".md-typeset__scrollwrap", ".md-typeset pre > code", ".vb-eq-body",
+    ".md-typeset__scrollwrap", ".md-typeset table", ".md-typeset pre > code", ".vb-eq-body",
+    ".md-typeset div.arithmatex",
     ".highlight-ipynb", ".jp-OutputArea-output", ".jp-OutputArea-output pre",
   ].join(", ");
   const mark = () => {
@@ -30,4 +31,28 @@
   });
   if (window.document$) document$.subscribe(() => requestAnimationFrame(mark));
   else window.addEventListener("load", mark);
+})();
+
+// Figures: each comes in a light and a dark variant; the one the current theme hides keeps its
+// file names in data-vb-src/data-vb-srcset, so it is downloaded only when the reader switches.
+(() => {
+  const fill = () => {
+    const scheme = document.body.getAttribute("data-md-color-scheme");
+    const theme = scheme === "slate" ? "vb-dark" : "vb-light";
+    for (const pic of document.querySelectorAll(`picture.${theme}`)) {
+      for (const el of pic.querySelectorAll("[data-vb-srcset]")) {
+        el.setAttribute("srcset", el.getAttribute("data-vb-srcset"));
+        el.removeAttribute("data-vb-srcset");
+      }
+      for (const el of pic.querySelectorAll("[data-vb-src]")) {
+        el.setAttribute("src", el.getAttribute("data-vb-src"));
+        el.removeAttribute("data-vb-src");
+      }
+    }
+  };
+  new MutationObserver(fill).observe(document.body, {
+    attributes: true, attributeFilter: ["data-md-color-scheme"],
+  });
+  if (window.document$) document$.subscribe(fill);
+  else window.addEventListener("DOMContentLoaded", fill);
 })();

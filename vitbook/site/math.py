@@ -192,3 +192,36 @@ def clean_search_index(site_dir: Path) -> None:
     for doc in index.get("docs", []):
         doc["text"] = clean_search_text(doc.get("text", ""))
     path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), "utf-8")
+
+
+# --- notebook pages: Markdown cells keep their math as $...$ text ------------------------------
+
+_TAG_RE = re.compile(r"(<[^>]+>)")
+_SKIP = ("script", "style", "code", "pre", "textarea", "svg", "mjx-container")
+_INLINE_DOLLARS = re.compile(r"\$\$(.+?)\$\$|(?<![\\$\w])\$([^$\n]+?)\$(?![\w$])", re.S)
+
+
+def typeset_dollars(page_html: str, typesetter: Typesetter = TYPESETTER) -> str:
+    """Typeset ``$...$`` and ``$$...$$`` in the text of a page's ``<article>`` (the notebook
+    pages' Markdown cells), outside code, scripts and styles."""
+    start, end = page_html.find("<article"), page_html.rfind("</article>")
+    if start < 0 or end < 0:
+        return page_html
+    parts = _TAG_RE.split(page_html[start:end])
+    depth = 0
+    for i, part in enumerate(parts):
+        if i % 2:  # a tag
+            m = re.match(r"<(/?)([a-zA-Z][\w-]*)", part)
+            if m and m.group(2).lower() in _SKIP and not part.endswith("/>"):
+                depth += -1 if m.group(1) else 1
+                depth = max(depth, 0)
+            continue
+        if depth or "$" not in part:
+            continue
+        parts[i] = _INLINE_DOLLARS.sub(
+            lambda m: typesetter.svg(
+                html.unescape(m.group(1) or m.group(2)).strip(), bool(m.group(1))
+            ),
+            part,
+        )
+    return page_html[:start] + "".join(parts) + page_html[end:]
