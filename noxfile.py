@@ -7,9 +7,10 @@ nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
 nox -s tests -- -m "not slow"   the quick tier: no site build, browser, notebook or training tests
 nox -s lint       ruff
-nox -s bench      the model's speed benchmarks (prints ratios; not a test);
-                  `nox -s bench -- --cold-build` also times a cold build of the book and
-                  compares it with figures/ (`python -m vitbook verify`)
+nox -s bench      the model's speed benchmarks, Lighthouse scores per chapter and the explorers'
+                  data sizes and repaint times (not a test); `nox -s bench -- --cold-build`
+                  also times a cold build of the book and compares it with figures/
+                  (`python -m vitbook verify`)
 """
 
 from __future__ import annotations
@@ -84,11 +85,15 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Budgets are reported here, never asserted in the tests."""
-    install(session, npm=False)
+    install(session)
     args = [a for a in session.posargs if a != "--cold-build"]
     session.run("python", "benchmarks/bench_model.py", *args, env=ENV)
     if "--cold-build" in session.posargs:
         jobs = str(max(1, min(4, os.cpu_count() or 1)))
         session.run("python", "-m", "vitbook", "verify", "--jobs", jobs, env=ENV)
-    session.run("python", "benchmarks/bench_explorers.py", env=ENV)
-    session.run("python", "benchmarks/bench_explorers_ch05_10.py", env=ENV)
+    session.run("python", "-m", "vitbook", "figures", env=ENV)
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+    session.run("python", "benchmarks/lighthouse.py", "site", env=ENV)
+    site = dict(ENV, VITBOOK_SITE=os.path.abspath("site"))
+    session.run("python", "benchmarks/bench_explorers.py", env=site)
+    session.run("python", "benchmarks/bench_explorers_ch05_10.py", env=site)

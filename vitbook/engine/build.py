@@ -196,11 +196,40 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
                 buf = io.BytesIO()
                 fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
                 blob = buf.getvalue()
-                out[next(names)] = shrink_png(blob) if fmt == "png" else stable_svg(blob)
+                name = next(names)
+                out[name] = shrink_png(blob) if fmt == "png" else stable_svg(blob)
+                TEXT_SIZES[name] = text_metrics(fig)
             plt.close(fig)
     if item.export_fn is not None:
         out[next(names)] = explorer.encode(item.export_fn(data))
     return out
+
+
+#: ``file name -> {"width_in", "min_font_pt"}`` of the files :func:`render` drew last; the
+#: manifest records it per file (``entry["text"]``), so a browser test can compute the size
+#: figure text is displayed at: ``min_font_pt * shown_width_px / (width_in * 72)``.
+TEXT_SIZES: dict[str, dict[str, float]] = {}
+
+
+def text_metrics(fig: Any) -> dict[str, float]:
+    """The figure's width in inches and the smallest font size (points) of its visible text
+    (call it after the figure is drawn: tick labels exist only then)."""
+    from matplotlib.text import Text
+
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_alpha() != 0
+    ]
+    return {
+        "width_in": round(float(fig.get_size_inches()[0]), 3),
+        "min_font_pt": round(float(min(sizes)), 2) if sizes else 0.0,
+    }
+
+
+def text_sizes(names: Iterable[str]) -> dict[str, dict[str, float]]:
+    """The text metrics of the named files from the last :func:`render` (empty if unknown)."""
+    return {n: TEXT_SIZES[n] for n in sorted(names) if n in TEXT_SIZES}
 
 
 def shrink_png(blob: bytes) -> bytes:
@@ -275,6 +304,7 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
         "facts": facts,
         "deterministic": item.deterministic,
         "trained": item.trained,
+        "text": text_sizes(files),
     }
     seconds = time.perf_counter() - start
     status = "redrawn" if hit else "computed"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbook.site import macros as book
+from vitbook.site import math
 
 MATHJAX = Path("node_modules/mathjax/es5")
 
@@ -22,8 +23,63 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def webp_copies(png: Path) -> dict[str, bytes]:
+    """WebP copies of a figure, at full width and at each of ``book.WEBP_WIDTHS`` below it,
+    each the smaller of a lossy (quality 85) and a lossless encoding: lossy suits photographs,
+    lossless flat plots. Cached by the PNG's SHA-256 under ``.cache/webp``."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    from vitbook.engine import cache
+
+    blob = png.read_bytes()
+    digest = hashlib.sha256(blob).hexdigest()
+    folder = Path(__file__).resolve().parents[2] / ".cache" / "webp" / digest[:2]
+    image = None
+    out = {}
+    width, height = book.png_size(png)
+    stem = png.name.removesuffix(".png")
+    for w in [w for w in book.WEBP_WIDTHS if w < width] + [width]:
+        name = f"{stem}.webp" if w == width else f"{stem}.{w}w.webp"
+        cached = folder / f"{digest}.{w}.webp"
+        if cached.is_file():
+            out[name] = cached.read_bytes()
+            continue
+        if image is None:
+            image = Image.open(io.BytesIO(blob)).convert("RGB")
+        sized = image if w == width else image.resize((w, round(height * w / width)), Image.LANCZOS)
+        best = b""
+        for options in ({"quality": 85, "method": 6}, {"lossless": True, "method": 6}):
+            buf = io.BytesIO()
+            sized.save(buf, format="WEBP", **options)
+            if not best or len(buf.getvalue()) < len(best):
+                best = buf.getvalue()
+        cache.atomic_write(cached, best)
+        out[name] = best
+    return out
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed)."""
+    return math.typeset_page(html)
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too."""
+    if page.file.src_path.endswith(".py"):
+        return math.typeset_dollars(output)
+    return output
+
+
 def on_post_build(config: Any) -> None:
-    """Copy the rendered figures and MathJax (from ``npm ci``) into the built site."""
+    """Copy the rendered figures and MathJax (from ``npm ci``) into the built site.
+
+    The MathJax runtime is loaded only by pages whose math is not typeset at build time (the
+    notebook pages' Markdown cells); see ``docs/javascripts/mathjax.js``."""
+    math.TYPESETTER.close()
+    math.clean_search_index(Path(config["site_dir"]))
     site = Path(config["site_dir"])
     project = Path(config["config_file_path"]).parent
     src = project / "figures"
@@ -31,6 +87,9 @@ def on_post_build(config: Any) -> None:
         dest = site / "figures" / path.relative_to(src)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
+        if path.suffix == ".png":
+            for name, blob in webp_copies(path).items():
+                (dest.parent / name).write_bytes(blob)
     mathjax = project / MATHJAX
     if not (mathjax / "tex-mml-chtml.js").exists():
         raise book.BookError(f"{mathjax}/tex-mml-chtml.js is missing: run `npm ci` in {project}")

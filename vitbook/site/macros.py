@@ -178,6 +178,61 @@ def short_authors(entry: dict[str, Any]) -> str:
     return names[0] + (" et al." if len(names) > 2 else "")
 
 
+def figure_alt(docs_dir: str) -> dict[str, str]:
+    """The alt text of every figure, ``chNN/id -> text``, from ``docs/figure-alt.yml``: what
+    the figure shows, for a reader who cannot see it (not the caption again)."""
+    path = Path(docs_dir) / "figure-alt.yml"
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _read_alt(str(path), stamp)
+
+
+@cache
+def _read_alt(path: str, stamp: int) -> dict[str, str]:
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    return {str(k): " ".join(str(v).split()) for k, v in data.items()}
+
+
+#: Widths (CSS pixels of the image file) of the WebP copies made by vitbook.site.hooks.
+WEBP_WIDTHS = (720,)
+#: How wide a figure is shown: the whole column on a phone, at most the text column otherwise.
+SIZES = "(max-width: 76.1875em) calc(100vw - 2.4rem), 720px"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height of a PNG, read from its header."""
+    head = path.read_bytes()[:24]
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def picture(stem: str, theme: str, alt_text: str, width: int, height: int) -> str:
+    """One theme's figure: WebP at two widths for browsers that take it, the PNG otherwise.
+
+    The dark variant names its files in ``data-vb-*`` attributes only, so that a reader in the
+    light theme never downloads it; ``docs/javascripts/reader.js`` fills them in when the
+    reader switches to the dark theme (and the reverse for the light variant in dark)."""
+    widths = [w for w in WEBP_WIDTHS if w < width]
+    srcset = ", ".join([f"{stem}.{w}w.webp {w}w" for w in widths] + [f"{stem}.webp {width}w"])
+    lazy = "data-vb-" if theme == "dark" else ""
+    return (
+        f'<picture class="vb-{theme}">'
+        f'<source type="image/webp" {lazy}srcset="{srcset}" sizes="{SIZES}">'
+        f'<img class="vb-{theme} vb-skip" {lazy}src="{stem}.png" alt="{alt_text}"'
+        f' width="{width}" height="{height}" loading="lazy" decoding="async"></picture>'
+    )
+
+
+def plain(text: str) -> str:
+    """Markdown reduced to its words (a fallback alt text): no backticks, links or emphasis."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"<[^>]+>", "", text)
+    return " ".join(re.sub(r"[`*]", "", text).split())
+
+
 def anchor(key: str, kind: str) -> str:
     """The HTML id of a figure or equation: ``ch02/patch-grids`` -> ``fig-patch-grids``."""
     return ("fig-" if kind == "figure" else "eq-") + key.split("/", 1)[1]
@@ -238,15 +293,20 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         stem = f"{rel('')}figures/{key}"
         if not (Path(env.project_dir) / "figures" / f"{key}.png").exists():
             raise BookError(f"figures/{key}.png does not exist: run `python -m vitbook figures`")
-        alt_text = html.escape(alt or caption, quote=True)
+        alt_text = html.escape(alt or figure_alt(docs_dir).get(key) or plain(caption), quote=True)
         body = re.sub(r"^<p>|</p>$", "", markdown.markdown(caption).strip())
+        cap = f"vb-cap-{anchor(key, kind)}"
+        width, height = png_size(Path(env.project_dir) / "figures" / f"{key}.png")
+        pictures = "\n".join(
+            f'<a class="glightbox vb-{theme}" href="{stem}{suffix}.png" data-type="image"'
+            f' data-gallery="vb-{theme}" data-description=".{cap}">'
+            + picture(f"{stem}{suffix}", theme, alt_text, width, height)
+            + "</a>"
+            for theme, suffix in (("light", ""), ("dark", ".dark"))
+        )
         return (
-            f'<figure class="vb-figure" id="{anchor(key, kind)}">\n'
-            f'<a class="glightbox" href="{stem}.png" data-type="image">'
-            f'<img class="vb-light" src="{stem}.png" alt="{alt_text}" loading="lazy"></a>\n'
-            f'<a class="glightbox" href="{stem}.dark.png" data-type="image">'
-            f'<img class="vb-dark" src="{stem}.dark.png" alt="{alt_text}" loading="lazy"></a>\n'
-            f'<figcaption><a class="vb-label" href="#{anchor(key, kind)}">'
+            f'<figure class="vb-figure" id="{anchor(key, kind)}">\n{pictures}\n'
+            f'<figcaption class="{cap}"><a class="vb-label" href="#{anchor(key, kind)}">'
             f"{f'Figure {number}.' if number else 'Figure.'}</a> {body} "
             f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
             f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
@@ -284,9 +344,12 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         if kind != "equation":
             raise BookError(f"{label!r} is a figure, not an equation")
         latex = latex.strip()
+        # the number is HTML beside the formula (typeset at build time by vitbook.site.math),
+        # so that a narrow screen scales the formula and always shows the number
         return (
-            f'<div class="arithmatex vb-equation" id="{anchor(key, kind)}">'
-            f"\\[{latex} \\tag{{{number}}}\\]</div>"
+            f'<div class="vb-equation" id="{anchor(key, kind)}">'
+            f'<div class="arithmatex vb-eq-body">\\[{latex}\\]</div>'
+            f'<span class="vb-eq-number">({number})</span></div>'
         )
 
     @env.macro

@@ -1,0 +1,240 @@
+"""The book as readers on any device meet it: accessible, math without a runtime, light pages.
+
+* axe-core (pinned in ``package.json``, injected from ``node_modules``) finds no serious or
+  critical WCAG 2.1 A/AA violation on any page, in light and dark, at 390 and 1280 px;
+* math is typeset at build time: with JavaScript off every formula is already SVG and no TeX
+  shows; chapter pages never load the MathJax runtime;
+* at 390 px every numbered equation fits the column with its number in view, and a link to an
+  equation lands with its number visible;
+* a chapter transfers at most 400 KB on a first visit, every page at most 600 KB (gzip, as
+  GitHub Pages serves it);
+* search entries carry words, not TeX, notebook prompts or listings; an author cited in a
+  chapter, and a glossary term used there, find that chapter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import axe_run
+import pytest
+import sitebuild
+from test_pages import PAGES, visit
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHAPTERS = [(t, u) for t, u in PAGES if re.match(r"\d\d-", u)]
+NOTEBOOKS = {"lab-tinyvit8/", "practice/"}
+CHAPTER_BYTES = 400 * 1024
+PAGE_BYTES = 600 * 1024
+AUDITS = [
+    pytest.param(url, theme, width, id=f"{url.rstrip('/') or 'home'}-{theme}-{width}")
+    for _, url in PAGES
+    for theme in axe_run.THEMES
+    for width in axe_run.WIDTHS
+]
+
+
+@pytest.mark.parametrize(("url", "theme", "width"), AUDITS)
+def test_axe_finds_no_serious_violation(browser, base_url, url, theme, width) -> None:
+    found = axe_run.serious(axe_run.audit(browser, base_url, url, theme, width))
+    report = "\n  ".join(
+        f"{v['id']} ({v['impact']}, {len(v['nodes'])}): {v['help']}; e.g. {v['nodes'][:3]}"
+        for v in found
+    )
+    assert not found, f"/{url} {theme} {width}px: axe-core (WCAG 2.1 A/AA) found:\n  {report}"
+
+
+NO_JS_MATH = """() => {
+    const article = document.querySelector('article');
+    const math = [...article.querySelectorAll('.arithmatex')];
+    const copy = article.cloneNode(true);
+    copy.querySelectorAll('pre, code, script, style, mjx-container, textarea')
+        .forEach(e => e.remove());
+    const text = copy.textContent;
+    return {math: math.length, svg: math.filter(e => e.querySelector('mjx-container svg')).length,
+            raw: ['\\\\(', '\\\\[', '$$', '\\\\frac', '\\\\mathbf'].filter(s => text.includes(s))};
+}"""
+
+
+@pytest.mark.parametrize("url", [u for _, u in PAGES if u not in NOTEBOOKS])
+def test_math_is_svg_without_javascript(browser, base_url, url) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 900}, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(base_url + url, wait_until="load")
+        m = page.evaluate(NO_JS_MATH)
+    finally:
+        context.close()
+    assert m["svg"] == m["math"], f"/{url}: {m['math'] - m['svg']} formulas are not typeset"
+    assert not m["raw"], f"/{url}: raw TeX {m['raw']} shows without JavaScript"
+
+
+def test_some_page_has_build_time_math(site: Path) -> None:
+    html = (site / "05-self-attention" / "index.html").read_text(encoding="utf-8")
+    assert html.count("<mjx-container") >= 20
+    assert "<mjx-assistive-mml" in html, "formulas carry no MathML for screen readers"
+
+
+EQUATIONS_JS = """() => [...document.querySelectorAll('.vb-equation')].map(e => {
+    const body = e.querySelector('.vb-eq-body'), svg = body.querySelector('svg');
+    const num = e.querySelector('.vb-eq-number').getBoundingClientRect();
+    const b = body.getBoundingClientRect(), s = svg.getBoundingClientRect();
+    return {id: e.id, numLeft: num.left, numRight: num.right, numWidth: num.width,
+            bodyRight: b.right, svgLeft: s.left, svgRight: s.right, svgWidth: s.width,
+            overflow: body.scrollWidth - body.clientWidth};
+})"""
+
+
+@pytest.mark.parametrize("url", [u for _, u in CHAPTERS])
+def test_equations_fit_the_column_at_390(browser, base_url, url) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(base_url + url, wait_until="load")
+        eqs = page.evaluate(EQUATIONS_JS)
+        page_overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+    finally:
+        context.close()
+    for e in eqs:
+        assert e["numWidth"] > 0 and 0 <= e["numLeft"] and e["numRight"] <= 390, (
+            f"/{url}#{e['id']}: the equation number is off-screen at 390 px: {e}"
+        )
+        assert e["svgWidth"] > 40 and e["svgLeft"] >= 0 and e["svgRight"] <= e["bodyRight"] + 1, (
+            f"/{url}#{e['id']}: the formula does not fit the column at 390 px: {e}"
+        )
+        assert e["overflow"] <= 1, f"/{url}#{e['id']}: the formula is cut off: {e}"
+    assert page_overflow <= 1, f"/{url}: the page scrolls sideways at 390 px"
+
+
+def equation_links(site: Path) -> list[tuple[str, str]]:
+    out = []
+    for _, url in CHAPTERS:
+        ids = re.findall(
+            r'class="vb-equation" id="([^"]+)"', (site / url / "index.html").read_text()
+        )
+        if ids:
+            out.append((url, ids[-1]))
+    return out
+
+
+def test_equation_links_land_with_the_number_visible(browser, base_url, site) -> None:
+    links = equation_links(site)
+    assert len(links) >= 5, "too few numbered equations found: the check tests nothing"
+    context = browser.new_context(viewport={"width": 390, "height": 700})
+    bad = []
+    try:
+        page = context.new_page()
+        for url, eq in links:
+            page.goto(f"{base_url}{url}#{eq}", wait_until="load")
+            page.wait_for_timeout(300)
+            r = page.evaluate(
+                f"""() => {{ const n = document.querySelector('#{eq} .vb-eq-number')
+                    .getBoundingClientRect();
+                    const h = document.querySelector('.md-header').getBoundingClientRect();
+                    return {{top: n.top, bottom: n.bottom, left: n.left, right: n.right,
+                             header: h.bottom}}; }}"""
+            )
+            if not (r["top"] >= r["header"] and r["bottom"] <= 700 and r["right"] <= 390):
+                bad.append((url, eq, r))
+    finally:
+        context.close()
+    assert not bad, f"equation links that land with the number hidden: {bad}"
+
+
+@pytest.fixture(params=[u for _, u in PAGES], ids=[u.rstrip("/") or "home" for _, u in PAGES])
+def weighed(request, browser, base_url, artifacts):
+    v = visit(browser, base_url, request.param, artifacts)
+    assert not v.failures, f"/{v.url}: the visit failed: {v.failures}"
+    return v
+
+
+def test_page_weight_budget(weighed) -> None:
+    v = weighed
+    limit = CHAPTER_BYTES if re.match(r"\d\d-", v.url) else PAGE_BYTES
+    largest = sorted(v.sizes.items(), key=lambda kv: -kv[1])[:6]
+    assert 0 < v.bytes <= limit, (
+        f"/{v.url}: {v.bytes / 1024:,.0f} KB transferred on a first visit (budget "
+        f"{limit // 1024} KB); largest:\n  " + "\n  ".join(f"{n:>10,}  {u}" for u, n in largest)
+    )
+    runtime = [u for u in v.requests if "tex-mml-chtml" in u]
+    if v.url not in NOTEBOOKS:
+        assert not runtime, f"/{v.url}: loads the MathJax runtime although its math is typeset"
+
+
+def search_docs(site: Path) -> list[dict]:
+    return json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+
+
+def test_search_entries_are_readable_text(site: Path) -> None:
+    docs = search_docs(site)
+    assert len(docs) > 50
+    bad = {
+        "TeX": re.compile(r"\\[A-Za-z(\[]|\$[^$\s<]+\$"),
+        "notebook prompt": re.compile(r"\b(In|Out)\s*\[\s*\d*\s*\]:"),
+        "copy button": re.compile(r"Copied!"),
+        "listing": re.compile(r"<pre\b|\bimport torch\b|\bdef \w+\("),
+    }
+    for doc in docs:
+        for what, pattern in bad.items():
+            m = pattern.search(doc["text"])
+            assert not m, (
+                f"search entry {doc['location']} shows a {what}: "
+                f"...{doc['text'][max(0, m.start() - 60) : m.end() + 60]}..."
+            )
+
+
+def test_cited_authors_are_in_their_chapters_search_entries(site: Path) -> None:
+    from vitbook.site import macros
+
+    bib = macros.bibliography(str(sitebuild.ROOT / "docs" / "references.bib"))
+    docs = search_docs(site)
+    checked = 0
+    for path in sorted((sitebuild.ROOT / "docs").glob("[0-9][0-9]-*.md")):
+        url = sitebuild.page_url(path.name)
+        text = " ".join(d["text"] for d in docs if d["location"].startswith(url))
+        for key in sorted(set(re.findall(r'cite\(\s*"([^"]+)"', path.read_text()))):
+            surname = bib[key].get("author", "").split(" and ")[0].split(",")[0].strip()
+            assert surname in text, f"{surname} ({key}) is cited in /{url} but not in its index"
+            checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize(
+    ("query", "chapter_url"),
+    [
+        ("Hendrycks", "07-encoder-block/"),
+        ("Abnar", "10-inside-a-trained-vit/"),
+        ("GELU", "07-encoder-block/"),
+        ("softmax", "05-self-attention/"),
+    ],
+)
+def test_search_finds_authors_and_terms(browser, base_url, query, chapter_url) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(base_url, wait_until="load")
+        box = page.locator("input.md-search__input")
+        box.click()
+        box.press_sequentially(query, delay=60)
+        try:
+            page.wait_for_selector(".md-search-result__item", timeout=10000)
+        except Exception:  # noqa: BLE001 - the assertion says what was found
+            pass
+        page.wait_for_timeout(500)
+        hrefs = page.evaluate(
+            """() => [...document.querySelectorAll('.md-search-result__item a')]
+                .map(a => a.getAttribute('href'))"""
+        )
+        snippets = page.evaluate(
+            "() => [...document.querySelectorAll('.md-search-result__teaser')]"
+            ".map(e => e.textContent)"
+        )
+    finally:
+        context.close()
+    assert any(chapter_url in (h or "") for h in hrefs), f"{query!r} found {hrefs[:10]}"
+    assert not [s for s in snippets if re.search(r"\\[a-z(]|In \[\d+\]", s)], snippets
