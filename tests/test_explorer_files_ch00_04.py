@@ -26,8 +26,7 @@ BUDGET = 300 * 1024
 
 def _load(key: str):
     path = ROOT / "figures" / f"{key}.explorer.bin"
-    if not path.exists():
-        pytest.skip(f"{path} not built")
+    assert path.exists(), f"{path} is missing: run `python -m vitbook figures`"
     return path.read_bytes()
 
 

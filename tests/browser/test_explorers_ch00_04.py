@@ -33,11 +33,8 @@ EXPLORERS = {
     "ch00/your-image": "00-see-it-in-action/",
     "ch02/patch-size": "02-patches/",
     "ch03/pca-embedding": "03-patch-embedding/",
+    "ch04/position-similarity": "04-cls-and-position/",
 }
-#: Written and tested with stand-in data, but not placed yet: its learned table needs Chapter 9's
-#: cached training run (vitbook/figures/pending/ch04_explore.py says how to place it).
-PENDING = {"ch04/position-similarity": "04-cls-and-position/"}
-NOT_PLACED = pytest.mark.skip(reason="ch04/position-similarity is not placed yet (pending run)")
 IDS = list(EXPLORERS)
 #: two points (fractions of the canvas) over different cells of every explorer's main picture
 A, B = (0.05, 0.08), (0.24, 0.45)
@@ -232,12 +229,11 @@ def test_pca_embedding_shows_the_scores_and_error(browser, base_url):
         visit.close()
 
 
-@NOT_PLACED
 def test_position_similarity_shows_the_sincos_values(browser, base_url):
     from vitbook.analysis import cosine_similarity_map, sincos_2d
 
     ex = "ch04/position-similarity"
-    visit = open_explorer(browser, base_url, PENDING[ex], ex)
+    visit = open_explorer(browser, base_url, EXPLORERS[ex], ex)
     try:
         page = visit.page
         tables = page.evaluate(

@@ -51,9 +51,8 @@ def weight_arrays(model) -> dict[str, np.ndarray]:
 @figure(chapter=9, id="draw-a-digit", size=(7.2, 2.6), trained=True)
 def draw_a_digit(rec):
     """Test digits through the trained TinyViT8: predictions and the CLS rollout."""
-    model = digits_run(epochs=DIGITS_EPOCHS, seed=0, init="book")[
-        "model"
-    ].eval()  # seed 0 of Chapter 9
+    # seed 0 of Chapter 9, with the book's initialisation
+    model = digits_run(epochs=DIGITS_EPOCHS, seed=0, init="book")["model"].eval()
     _, _, xte, yte = digits_split(test_size=0.2, random_state=42)
     x, y = xte[:N_EXPORT], yte[:N_EXPORT]
     with torch.no_grad():

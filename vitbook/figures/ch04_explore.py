@@ -1,14 +1,7 @@
 """Chapter 4's explorer: pick a position, see the cosine similarity of its embedding with every
 other position's; switch between fixed 2D sin-cos tables and the learned table of the small ViT
 pre-trained in Chapter 9 (``vitbook.runs.pretrained_shapes_vit``, as the chapter's
-``learned-pos`` figure).
-
-PENDING: this module waits here, outside the figure package, because the training run it needs
-(``pretrained_shapes_vit``) was not cached on the machine that wrote it. To place the explorer:
-move it to ``vitbook/figures/ch04_explore.py``, run ``python -m vitbook figures --chapter 4``,
-add ``{{ explorer("position-similarity", ...) }}`` after the ``learned-pos`` figure in
-``docs/04-cls-and-position.md``, and move ``ch04/position-similarity`` from ``PENDING`` to
-``EXPLORERS`` in ``tests/browser/test_explorers_ch00_04.py`` (dropping its skip mark)."""
+``learned-pos`` figure)."""
 
 from __future__ import annotations
 
