@@ -10,7 +10,17 @@ import pytest
 import torch
 
 from vitbook import calc
-from vitbook.figures import ch02_solutions, ch03_solutions, ch07_solutions, ch08_solutions
+from vitbook.figures import (
+    ch01_solutions,
+    ch02_solutions,
+    ch03_solutions,
+    ch04_solutions,
+    ch05_solutions,
+    ch06_solutions,
+    ch07_solutions,
+    ch08_solutions,
+    ch10_solutions,
+)
 from vitbook.model import preset
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -21,6 +31,11 @@ WITH_SOLUTIONS = [
     "03-patch-embedding.md",
     "07-encoder-block.md",
     "08-whole-model.md",
+    "01-why-transformers.md",
+    "04-cls-and-position.md",
+    "05-self-attention.md",
+    "06-multi-head-attention.md",
+    "10-inside-a-trained-vit.md",
 ]
 
 
@@ -105,3 +120,70 @@ def test_strict_false_does_not_forgive_a_position_table_of_another_shape():
     result = large.load_state_dict(state, strict=False)
     assert result.missing_keys == ["pos_embed"]
     assert torch.equal(large.pos_embed, before)  # the fresh table, untouched
+
+
+def test_chapter1_solution_numbers():
+    f = run(ch01_solutions.solutions)
+    assert f["sol_ex1_rf_nopool"] < f["sol_ex1_rf"]  # less pooling, a smaller field
+    assert f["sol_ex3_layers"] == calc_layers(f["sol_ex3_d"]) == 256
+    assert f["sol_ex3_vit_depth"] == preset("vit-b/16").depth
+
+
+def calc_layers(d: int) -> int:
+    """Smallest k with 2k + 1 >= d + 1: the receptive field of k stacked 3x3 layers."""
+    return next(k for k in range(1, d + 1) if 2 * k + 1 >= d + 1)
+
+
+def test_chapter4_solution_numbers():
+    f = run(ch04_solutions.solutions)
+    assert (f["sol_ex1_cls"], f["sol_ex1_pos"]) == ("(1, 1, 32)", "(1, 5, 32)")
+    assert f["sol_ex1_z0"] == "(2, 5, 32)"
+    assert f["sol_ex3_cls_fused"] < 1e-4 and f["sol_ex3_cls_explicit"] < 1e-4
+    assert f["sol_ex3_one_patch"] > 100 * f["sol_ex3_logits_fused"]  # content still counts
+    assert (
+        f["sol_ex4_params"]
+        == calc.param_breakdown(preset("vit-l/16", image_size=512))["pos_embed"]
+        == 1025 * 1024
+    )
+
+
+def test_chapter5_solution_numbers():
+    f = run(ch05_solutions.solutions)
+    assert f["sol_ex1_w1"] > f["sol_ex1_before_w1"] and f["sol_ex1_w2"] < f["sol_ex1_before_w2"]
+    assert abs(f["sol_ex1_w1"] + f["sol_ex1_w2"] + f["sol_ex1_w3"] - 1) < 1e-9
+    assert f["sol_ex2_row_min"] < 0.9 and f["sol_ex2_row_max"] > 1.1
+    assert f["sol_ex3_shape"] == "(4, 4, 1)" and f["sol_ex3_right_shape"] == "(1, 4, 4)"
+    assert f["sol_ex3_b16_fails"] == "yes"
+    m = calc.macs(preset("vit-b/16"))
+    assert f["sol_ex4_qk"] * preset("vit-b/16").heads * preset("vit-b/16").depth == m["attn_qk"]
+    t = f["sol_ex4_equal_t"]  # products and projection cost the same there
+    assert 2 * t * t * 64 == t * 768 * 3 * 64
+
+
+def test_student_transpose_reverses_every_axis():
+    """Chapter 5, exercise 3: ``.T`` on a 3-D tensor reverses all axes (PyTorch warns about it
+    once per process, so the warning itself is not asserted here)."""
+    k = torch.zeros(2, 3, 5)
+    assert k.T.shape == (5, 3, 2)
+
+
+def test_chapter6_solution_numbers():
+    f = run(ch06_solutions.solutions)
+    assert f["sol_ex1_step3"] == "(3, 3, 2, 50, 4)" and f["sol_ex1_step5"] == "(3, 2, 50, 50)"
+    assert f["sol_ex2_same_shape"] == "yes"
+    assert f["sol_ex2_diff"] > 0.1 and f["sol_ex2_right_diff"] < 1e-5  # the swap is caught
+    assert f["sol_ex3_dist3"] > f["sol_ex3_dist1"]
+    m = calc.macs(preset("vit-b/16"))
+    assert f["sol_ex4_products"] * 12 == m["attn_qk"] + m["attn_av"]
+    assert f["sol_ex4_proj"] * 12 == m["qkv"] + m["proj"]
+
+
+def test_chapter10_solution_numbers():
+    f = run(ch10_solutions.solutions)
+    import numpy as np
+
+    ys, xs = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+    c = np.stack([ys.ravel(), xs.ravel()], -1) * 4.0
+    assert abs(f["sol_ex1_dist"] - np.linalg.norm(c[:, None] - c[None], axis=-1).mean()) < 1e-9
+    assert f["sol_ex3_global"] == (1024 // 4) ** 4
+    assert f["sol_ex3_window"] == (1024 // 4) ** 2 * 49

@@ -1,0 +1,55 @@
+"""Chapter 4, worked solutions of the exercises: the numbers they quote, computed."""
+
+from __future__ import annotations
+
+import torch
+
+from vitbook.calc import param_breakdown
+from vitbook.engine import facts
+from vitbook.figures.ch04_cls_position import shuffle_test
+from vitbook.model import VisionTransformer, preset
+
+
+def _shape(t) -> str:
+    return str(tuple(t.shape))
+
+
+@facts(chapter=4, id="solutions")
+def solutions(rec):
+    """Exercise 1: the shapes of tinyvit8; exercise 3: shuffling a bag of patches, on the
+    fused and the explicit path, and changing one patch; exercise 4: ViT-L/16 at 512."""
+    torch.manual_seed(0)
+    m = VisionTransformer(cfg=preset("tinyvit8")).eval()
+    with torch.no_grad():
+        out = m.forward_intermediates(torch.rand(2, 1, 8, 8))
+    rec.fact("sol_ex1_grid", m.cfg.grid[0])
+    rec.fact("sol_ex1_batch", out["patches"].shape[0])
+    rec.fact("sol_ex1_cls", _shape(m.cls_token))
+    rec.fact("sol_ex1_pos", _shape(m.pos_embed))
+    rec.fact("sol_ex1_patches", _shape(out["patches"]))
+    rec.fact("sol_ex1_z0", _shape(out["with_pos"]))
+
+    torch.manual_seed(0)
+    cfg = preset("vit-ti/16", depth=4, pos_embed="none", pool="mean")
+    bag = VisionTransformer(cfg=cfg).eval()
+    rec.fact("sol_ex3_depth", cfg.depth)
+    x = torch.rand(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    perm = torch.randperm(cfg.num_patches, generator=torch.Generator().manual_seed(2))
+    fused = shuffle_test(bag, x, perm)
+    bag.set_fused_attn(False)
+    explicit = shuffle_test(bag, x, perm)
+    rec.fact("sol_ex3_cls_fused", fused["cls"], "{:.0e}", tol=1e-5)
+    rec.fact("sol_ex3_cls_explicit", explicit["cls"], "{:.0e}", tol=1e-5)
+    rec.fact("sol_ex3_logits_fused", fused["logits"], "{:.0e}", tol=1e-5)
+    changed = x.clone()
+    changed[..., :16, :16] = 1.0 - changed[..., :16, :16]  # one patch, new pixels
+    with torch.no_grad():
+        move = (bag(changed) - bag(x)).abs().max().item()
+    rec.fact("sol_ex3_one_patch", move, "{:.2f}")
+
+    big = preset("vit-l/16", image_size=512)
+    rec.fact("sol_ex4_grid", big.grid[0])
+    rec.fact("sol_ex4_rows", big.seq_len, "{:,}")
+    rec.fact("sol_ex4_dim", big.dim, "{:,}")
+    rec.fact("sol_ex4_params", param_breakdown(big)["pos_embed"])
+    return {"fused": fused, "explicit": explicit, "one_patch": move}
