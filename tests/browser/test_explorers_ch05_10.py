@@ -147,6 +147,7 @@ def sweep_configs() -> list[dict]:
             "mlp_ratio": rng.choice([1.0, 2.0, 2.5, 3.0, 4.0, 4.5, 8.0 / 3.0]),
             "num_classes": rng.choice([0, 2, 10, 100, 1000, 21843]),
             "pos_embed": rng.choice(["learned", "none"]), "qkv_bias": rng.random() < 0.7,
+            "representation_size": rng.choice([0, 0, 0, rng.randint(1, 1024)]),
         })  # fmt: skip
     return cfgs
 

@@ -14,7 +14,9 @@ from vitbook.site import macros
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-FIGURE_RE = re.compile(r"""\{\{\s*(?:figure|explorer)\(\s*["']([a-z0-9/-]+)["']\s*,\s*["'](.*?)["']""", re.S)
+FIGURE_RE = re.compile(
+    r"""\{\{\s*(?:figure|explorer)\(\s*["']([a-z0-9/-]+)["']\s*,\s*["'](.*?)["']""", re.S
+)
 
 
 def placed() -> dict[str, str]:

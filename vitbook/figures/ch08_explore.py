@@ -71,6 +71,7 @@ def config_fields(cfg: ViTConfig) -> dict:
     return {k: getattr(cfg, k) for k in FIELDS} | {
         "pos_embed": cfg.pos_embed,
         "qkv_bias": cfg.qkv_bias,
+        "representation_size": cfg.representation_size,
     }
 
 

@@ -55,8 +55,11 @@ export function paramBreakdown(cfg) {
   p.mlp_all = L * p.mlp;
   p.norms_all = L * p.norms;
   p.norm = 2n * D;
-  p.head = K > 0n ? D * K + K : 0n;
-  p.total = p.patch_embed + p.cls_token + p.pos_embed + p.blocks + p.norm + p.head;
+  // the pre-training head's hidden tanh layer (representation_size R), when there is one
+  const R = B(cfg.representation_size || 0);
+  p.pre_logits = R > 0n ? D * R + R : 0n;
+  p.head = K > 0n ? (R > 0n ? R : D) * K + K : 0n;
+  p.total = p.patch_embed + p.cls_token + p.pos_embed + p.blocks + p.norm + p.pre_logits + p.head;
   return p;
 }
 

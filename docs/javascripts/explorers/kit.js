@@ -33,12 +33,17 @@ export function cmapColor(lut, t) {
   return `rgb(${lut[3 * i]},${lut[3 * i + 1]},${lut[3 * i + 2]})`;
 }
 
-/** Black or white text on the colour map at t (same rule as vitbook.plot.text_color_for). */
+/** Black or white text on the colour map at t: whichever has the higher WCAG contrast ratio
+ *  (relative luminance of the sRGB colour), so every cell's number is readable (AA). */
 export function inkOn(lut, t) {
   const n = lut.length / 3;
   const i = Math.max(0, Math.min(n - 1, Math.round(t * (n - 1))));
-  const lum = (0.299 * lut[3 * i] + 0.587 * lut[3 * i + 1] + 0.114 * lut[3 * i + 2]) / 255;
-  return lum > 0.5 ? "#000000" : "#ffffff";
+  const lin = (v) => {
+    const c = v / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  const L = 0.2126 * lin(lut[3 * i]) + 0.7152 * lin(lut[3 * i + 1]) + 0.0722 * lin(lut[3 * i + 2]);
+  return (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000000" : "#ffffff";
 }
 
 /** A canvas whose backing store follows devicePixelRatio; draw in CSS pixels. */
