@@ -23,9 +23,13 @@ def on_config(config: Any) -> Any:
     return config
 
 
+#: Lossy WebP quality (the cache key holds it, so a change re-encodes).
+WEBP_QUALITY = 75
+
+
 def webp_copies(png: Path) -> dict[str, bytes]:
     """WebP copies of a figure, at full width and at each of ``book.WEBP_WIDTHS`` below it,
-    each the smaller of a lossy (quality 85) and a lossless encoding: lossy suits photographs,
+    each the smaller of a lossy (quality 75) and a lossless encoding: lossy suits photographs,
     lossless flat plots. Cached by the PNG's SHA-256 under ``.cache/webp``."""
     import hashlib
     import io
@@ -43,7 +47,7 @@ def webp_copies(png: Path) -> dict[str, bytes]:
     stem = png.name.removesuffix(".png")
     for w in [w for w in book.WEBP_WIDTHS if w < width] + [width]:
         name = f"{stem}.webp" if w == width else f"{stem}.{w}w.webp"
-        cached = folder / f"{digest}.{w}.webp"
+        cached = folder / f"{digest}.{w}.q{WEBP_QUALITY}.webp"
         if cached.is_file():
             out[name] = cached.read_bytes()
             continue
@@ -51,7 +55,7 @@ def webp_copies(png: Path) -> dict[str, bytes]:
             image = Image.open(io.BytesIO(blob)).convert("RGB")
         sized = image if w == width else image.resize((w, round(height * w / width)), Image.LANCZOS)
         best = b""
-        for options in ({"quality": 85, "method": 6}, {"lossless": True, "method": 6}):
+        for options in ({"quality": WEBP_QUALITY, "method": 6}, {"lossless": True, "method": 6}):
             buf = io.BytesIO()
             sized.save(buf, format="WEBP", **options)
             if not best or len(buf.getvalue()) < len(best):
