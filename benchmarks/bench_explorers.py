@@ -32,7 +32,6 @@ PAGES = {
     "ch04/position-similarity": "04-cls-and-position/",
 }
 BUDGET = 300 * 1024
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
 def placed(site: Path) -> dict[str, str]:
@@ -64,13 +63,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moves", type=int, default=200, help="pointer moves per explorer")
     args = parser.parse_args()
-    from playwright.sync_api import sync_playwright
+    from vitbook.site.local import chromium
 
     site = sitebuild.built_site()
     explorers = placed(site)
     rows = []
-    with sitebuild.serve(site) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+    with sitebuild.serve(site) as base, chromium() as browser:
         for key, url in explorers.items():
             blob = (ROOT / "figures" / f"{key}.explorer.bin").read_bytes()
             packed = len(gzip.compress(blob, 9))
@@ -79,7 +77,6 @@ def main() -> None:
             times = repaint_times(page, key, args.moves)
             page.close()
             rows.append((key, len(blob), packed, len(times), statistics.median(times), max(times)))
-        browser.close()
     head = ("explorer", "data KB", "gzip KB", "paints", "median ms", "max ms")
     print(f"{head[0]:26} {head[1]:>8} {head[2]:>8} {head[3]:>7} {head[4]:>10} {head[5]:>7}")
     for key, raw, packed, n, med, top in rows:

@@ -10,15 +10,12 @@ of its data file (gzip -9). Target: median under 16 ms (one frame at 60 Hz).
 
 from __future__ import annotations
 
-import functools
 import gzip
-import http.server
 import statistics
 import sys
-import threading
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
+from vitbook.site.local import chromium, serve
 
 #: page, explorer key, the element to drive, how: "move" (pointer sweeps) or "keys"
 CASES = [
@@ -31,19 +28,9 @@ CASES = [
 ]
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # noqa: D102 - no request log on stderr
-        pass
-
-
 def main(site: Path) -> None:
-    handler = functools.partial(Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     print(f"{'explorer':28} {'repaints':>8} {'median ms':>10} {'p90 ms':>8} {'data gz KB':>11}")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--headless"])
+    with serve(site) as base, chromium() as browser:
         for url, key, target, how in CASES:
             data = site / "figures" / f"{key}.explorer.bin"
             if not data.exists():
@@ -75,7 +62,6 @@ def main(site: Path) -> None:
             print(
                 f"{key:28} {len(times):8d} {statistics.median(times):10.2f} {p90:8.2f} {kb:11.1f}"
             )
-        browser.close()
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def squash(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory):
+def printed(tmp_path_factory, browser):
     """The book and two chapters, then the two chapters again, from the same site (printing the
     book takes minutes; its pages go through the same code as the chapters')."""
     try:
@@ -75,7 +75,7 @@ def printed(tmp_path_factory):
     outs = []
     for k in range(2):
         out = tmp_path_factory.mktemp(f"pdf{k}")
-        pdfmod.build(site, out, only=TWO_CHAPTERS, book=k == 0)
+        pdfmod.build(site, out, only=TWO_CHAPTERS, book=k == 0, browser=browser)
         outs.append(out)
     return outs
 

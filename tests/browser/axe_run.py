@@ -68,12 +68,10 @@ def count(violations: list[dict]) -> dict[str, int]:
 
 def main(site: Path) -> None:  # pragma: no cover - a measurement, run by hand
     """Print serious/critical counts per rule over every page, both themes, both widths."""
-    import conftest
-    from playwright.sync_api import sync_playwright
+    from vitbook.site.local import chromium
 
     totals: dict[str, int] = {}
-    with sitebuild.serve(site) as base, sync_playwright() as p:
-        b = p.chromium.launch(executable_path=conftest.chromium_path(), args=conftest.CHROMIUM_ARGS)
+    with sitebuild.serve(site) as base, chromium() as b:
         for _, url in sitebuild.nav_pages():
             for theme in THEMES:
                 for width in WIDTHS:
@@ -82,7 +80,6 @@ def main(site: Path) -> None:  # pragma: no cover - a measurement, run by hand
                         totals[k] = totals.get(k, 0) + n
                     if c:
                         print(f"/{url} {theme} {width}: {c}", flush=True)
-        b.close()
     print("TOTAL", sum(totals.values()), totals)
 
 

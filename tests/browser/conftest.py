@@ -1,39 +1,16 @@
-"""Fixtures for the browser tests: the built site, a local server, headless Chromium.
+"""Fixtures for the browser tests: the built site and a local server (the browser is the
+session's, from tests/conftest.py).
 
 The site is built once per session with ``mkdocs build --strict`` into a temporary folder, or
-taken from ``$VITBOOK_SITE``; it is served on 127.0.0.1 by a thread. Chromium is Debian's
-(``/usr/bin/chromium``), driven by Playwright; nothing is downloaded.
+taken from ``$VITBOOK_SITE``; it is served on 127.0.0.1 by a thread (``vitbook.site.local``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 import sitebuild
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_path() -> str:
-    path = os.environ.get("VITBOOK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).exists():
-        pytest.fail(
-            f"Chromium not found at {path}: `apt-get install chromium` (Debian's package; "
-            f"Playwright must not download a browser)",
-            pytrace=False,
-        )
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -48,16 +25,6 @@ def site() -> Path:
 def base_url(site: Path):
     with sitebuild.serve(site) as url:
         yield url
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")

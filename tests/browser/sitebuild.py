@@ -15,22 +15,20 @@ tests can be parametrized before anything is built.
 from __future__ import annotations
 
 import functools
-import gzip
-import http.server
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+
+from vitbook.site.local import serve  # noqa: F401  (the tests serve the site with this)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -164,45 +162,3 @@ def built_site() -> Path:
         # the link checker, collected in the same session, reuses this build
         os.environ["VITBOOK_SITE"] = str(dest)
     return _BUILT["site"]
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site as GitHub Pages does: text assets gzip-compressed when the browser
-    asks for it, so that the bytes a test counts are the bytes a reader transfers."""
-
-    GZIP = (".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map", ".py", ".ipynb")
-
-    def do_GET(self) -> None:
-        path = Path(self.translate_path(self.path))
-        if path.is_dir():
-            path = path / "index.html"
-        if (
-            "gzip" not in self.headers.get("Accept-Encoding", "")
-            or path.suffix not in self.GZIP
-            or not path.is_file()
-        ):
-            return super().do_GET()
-        body = gzip.compress(path.read_bytes(), mtime=0)
-        self.send_response(200)
-        self.send_header("Content-Type", self.guess_type(str(path)))
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """Serve ``folder`` on 127.0.0.1 (a free port) from a thread; yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()

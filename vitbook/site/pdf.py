@@ -25,34 +25,22 @@ import contextlib
 import datetime as dt
 import functools
 import hashlib
-import http.server
 import io
 import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from vitbook.site.local import chromium, serve
+
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--font-render-hinting=none",
-]
 BACK_MATTER = ["notation.md", "glossary.md", "references.md", "license.md"]
 CHAPTER_RE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.md$")
 
@@ -137,34 +125,6 @@ def book_date(root: Path = ROOT) -> dt.date:
         ).stdout.strip()
         return dt.datetime.fromtimestamp(int(out), dt.UTC).date()
     return dt.date(int(mkdocs_config(root).get("extra", {}).get("year", 2026)), 1, 1)
-
-
-# --- serving the site ------------------------------------------------------------------------
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    handler = functools.partial(_Handler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def chromium_path() -> str:
-    path = os.environ.get("VITBOOK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).exists():
-        raise PdfError(f"Chromium not found at {path}: `apt-get install chromium` (Debian's)")
-    return path
 
 
 # --- the page that is printed ----------------------------------------------------------------
@@ -459,14 +419,14 @@ def build(
     *,
     only: list[int] | None = None,
     book: bool | None = None,
+    browser: Any = None,
 ) -> dict:
     """Write the book PDF and the chapter PDFs of the built ``site`` into ``site/pdf``.
 
     ``only``: print only these chapters' PDFs; ``book``: print the whole book too (by default
-    when ``only`` is not given)."""
+    when ``only`` is not given); ``browser``: a Playwright Chromium to print with (by default one
+    is launched and closed here)."""
     with_book = only is None if book is None else book
-    from playwright.sync_api import sync_playwright
-
     site = Path(site)
     if not (site / "index.html").is_file():
         raise PdfError(f"{site} holds no built site: run `mkdocs build` first")
@@ -502,77 +462,79 @@ def build(
         }
 
     manifest: dict[str, Any] = {"version": version, "date": date.isoformat(), "pdfs": {}}
-    with serve(site) as base, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            # one PDF per chapter
-            for c in printed:
-                t0 = time.perf_counter()
-                head = (
-                    f'<p class="vb-pdf-chapter-head">{esc(book_title)} &middot; '
-                    f"version {esc(version)}"
-                    f" &middot; {date.isoformat()} &middot; "
-                    f'<a href="{esc(conf.get("site_url", ""))}{c["url"]}">'
-                    f"{esc(conf.get('site_url', ''))}{c['url']}</a></p>"
+    with contextlib.ExitStack() as stack:
+        base = stack.enter_context(serve(site))
+        if browser is None:
+            try:
+                browser = stack.enter_context(chromium())
+            except FileNotFoundError as exc:
+                raise PdfError(str(exc)) from exc
+        # one PDF per chapter
+        for c in printed:
+            t0 = time.perf_counter()
+            head = (
+                f'<p class="vb-pdf-chapter-head">{esc(book_title)} &middot; '
+                f"version {esc(version)}"
+                f" &middot; {date.isoformat()} &middot; "
+                f'<a href="{esc(conf.get("site_url", ""))}{c["url"]}">'
+                f"{esc(conf.get('site_url', ''))}{c['url']}</a></p>"
+            )
+            pdf, info = build_pdf(
+                browser,
+                base,
+                conf,
+                [chapter_part(c, collect=False, head=head)],
+                title=f"{book_title}, Chapter {c['n']}",
+            )
+            meta = dict(base_meta, **{"/Title": f"Chapter {c['n']}: {c['title']}"})
+            meta["/Subject"] = f"{book_title}, version {version}"
+            record(manifest, out, c["pdf"], normalise(strip_volatile(pdf), meta), info)
+            print(
+                f"  {c['pdf']}: {manifest['pdfs'][c['pdf']]['pages']} pages, "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
+        if with_book:
+            t0 = time.perf_counter()
+            parts = [chapter_part(c, collect=True) for c in chaps]
+            back = []
+            for src in BACK_MATTER:
+                back.append(
+                    {
+                        "url": src.removesuffix(".md") + "/",
+                        "prefix": "bm-" + src.removesuffix(".md"),
+                        "svg": True,
+                        "answers": "inline",
+                        "collectAppendix": False,
+                        "back": True,
+                        "head": "",
+                    }
                 )
-                pdf, info = build_pdf(
-                    browser,
-                    base,
-                    conf,
-                    [chapter_part(c, collect=False, head=head)],
-                    title=f"{book_title}, Chapter {c['n']}",
-                )
-                meta = dict(base_meta, **{"/Title": f"Chapter {c['n']}: {c['title']}"})
-                meta["/Subject"] = f"{book_title}, version {version}"
-                record(manifest, out, c["pdf"], normalise(strip_volatile(pdf), meta), info)
-                print(
-                    f"  {c['pdf']}: {manifest['pdfs'][c['pdf']]['pages']} pages, "
-                    f"{time.perf_counter() - t0:.1f} s"
-                )
-            if with_book:
-                t0 = time.perf_counter()
-                parts = [chapter_part(c, collect=True) for c in chaps]
-                back = []
-                for src in BACK_MATTER:
-                    back.append(
-                        {
-                            "url": src.removesuffix(".md") + "/",
-                            "prefix": "bm-" + src.removesuffix(".md"),
-                            "svg": True,
-                            "answers": "inline",
-                            "collectAppendix": False,
-                            "back": True,
-                            "head": "",
-                        }
-                    )
-                toc = [("contents", "Contents", False)]
-                toc += [(f"ch{c['n']:02d}", f"{c['n']}. {c['title']}", False) for c in chaps]
-                toc += [("appendix-answers", "Appendix: answers and solutions", True)]
-                toc += [
-                    (b["prefix"], titles.get(s, s), True)
-                    for b, s in zip(back, BACK_MATTER, strict=True)
-                ]
-                pdf, info = build_pdf(
-                    browser,
-                    base,
-                    conf,
-                    parts + back,
-                    title=book_title,
-                    cover=cover_html(conf, date),
-                    toc=toc,
-                    appendix_title="Appendix: answers and solutions",
-                )
-                # the back matter starts after the appendix: mark its sections
-                meta = dict(base_meta, **{"/Title": book_title, "/Subject": f"Version {version}"})
-                marks = [(title, info["toc"][target]) for target, title, _ in toc]
-                pdf = normalise(strip_volatile(pdf), meta, marks)
-                record(manifest, out, "vitbook.pdf", pdf, info)
-                print(
-                    f"  vitbook.pdf: {manifest['pdfs']['vitbook.pdf']['pages']} pages, "
-                    f"{time.perf_counter() - t0:.1f} s"
-                )
-        finally:
-            browser.close()
+            toc = [("contents", "Contents", False)]
+            toc += [(f"ch{c['n']:02d}", f"{c['n']}. {c['title']}", False) for c in chaps]
+            toc += [("appendix-answers", "Appendix: answers and solutions", True)]
+            toc += [
+                (b["prefix"], titles.get(s, s), True)
+                for b, s in zip(back, BACK_MATTER, strict=True)
+            ]
+            pdf, info = build_pdf(
+                browser,
+                base,
+                conf,
+                parts + back,
+                title=book_title,
+                cover=cover_html(conf, date),
+                toc=toc,
+                appendix_title="Appendix: answers and solutions",
+            )
+            # the back matter starts after the appendix: mark its sections
+            meta = dict(base_meta, **{"/Title": book_title, "/Subject": f"Version {version}"})
+            marks = [(title, info["toc"][target]) for target, title, _ in toc]
+            pdf = normalise(strip_volatile(pdf), meta, marks)
+            record(manifest, out, "vitbook.pdf", pdf, info)
+            print(
+                f"  vitbook.pdf: {manifest['pdfs']['vitbook.pdf']['pages']} pages, "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
 
