@@ -123,6 +123,26 @@ def test_stats_rule():
     assert lo < 0.5 < hi
 
 
+def test_a_seeded_result_is_recorded_as_mean_min_and_max_with_the_spread():
+    from vitbook.experiments import stats
+
+    class Recorder:
+        def __init__(self):
+            self.facts = {}
+
+        def fact(self, name, value, fmt, tol):
+            self.facts[name] = (fmt.format(value), tol)
+
+    rec = Recorder()
+    s = stats.record(rec, "acc", [0.5, 0.6, 0.7])
+    assert s.n == 3
+    assert rec.facts == {
+        "acc": ("60.0%", pytest.approx(0.2)),
+        "acc_lo": ("50.0%", pytest.approx(0.2)),
+        "acc_hi": ("70.0%", pytest.approx(0.2)),
+    }
+
+
 def test_participant_leak_gap():
     assert fact("leak_frame_acc") > 0.9
     assert fact("leak_person_acc") < 0.65

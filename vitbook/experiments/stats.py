@@ -57,6 +57,16 @@ def summary(values: Sequence[float]) -> Summary:
     return Summary(tuple(float(v) for v in values))
 
 
+def record(rec, name: str, values: Sequence[float], fmt: str = "{:.1%}") -> Summary:
+    """Record per-seed ``values`` on a figure's recorder ``rec``: their mean as ``name``, their
+    min and max as ``name_lo`` and ``name_hi``, each with the seed spread as its tolerance."""
+    s = summary(values)
+    rec.fact(name, s.mean, fmt, tol=s.tol)
+    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
+    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
+    return s
+
+
 def tolerance(values: Sequence[float], floor: float = TOL_FLOOR) -> float:
     """The cross-machine tolerance of a fact computed from these per-seed values."""
     v = np.asarray(values, dtype=float)

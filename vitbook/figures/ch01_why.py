@@ -199,15 +199,6 @@ def _(data, v):
     return fig
 
 
-def _seeded(rec, name: str, values, fmt: str = "{:.1%}") -> stats.Summary:
-    """Record the mean of per-seed ``values`` as ``name`` and its min and max as ``name_lo``
-    and ``name_hi``, each with the seed spread as its cross-machine tolerance."""
-    s = stats.summary(values)
-    rec.fact(name, s.mean, fmt, tol=s.tol)
-    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
-    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
-    return s
-
 
 @figure(chapter=1, id="longrange-results", size=(7.2, 3.3), trained=True)
 def longrange_results(rec):
@@ -236,8 +227,8 @@ def longrange_results(rec):
             vals = [r[key] for r in rows]
             if np.all(np.isnan(vals)):
                 continue
-            summ[name, key] = _seeded(rec, f"{name}_{key}_acc" if key != "acc" else f"{name}_acc",
-                                      vals)  # fmt: skip
+            fact = f"{name}_{key}_acc" if key != "acc" else f"{name}_acc"
+            summ[name, key] = stats.record(rec, fact, vals)
         rec.fact(f"{name}_failed", sum(r["failed"] for r in rows), tol=1)
     # the comparisons the text makes, decided over seeds (non-overlapping min-max ranges)
     acc = {k: [r["acc"] for r in rows] for k, rows in sc.items()}

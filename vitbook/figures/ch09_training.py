@@ -26,15 +26,6 @@ RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay
 RECIPE_LR = 1e-2  # the rate at which the recipes are compared
 
 
-def _seeded(rec, name: str, values, fmt: str = "{:.1%}") -> stats.Summary:
-    """Record the mean of per-seed ``values`` as ``name`` and its min and max as ``name_lo``
-    and ``name_hi``, each with the seed spread as its cross-machine tolerance."""
-    s = stats.summary(values)
-    rec.fact(name, s.mean, fmt, tol=s.tol)
-    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
-    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
-    return s
-
 
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
@@ -53,10 +44,10 @@ def digits_curves(rec):
     rec.fact("digits_seeds", len(SEEDS))
     final = {k: [x["history"].final_test_acc for x in v] for k, v in r.items()}
     at150 = {k: [x["history"].test_acc[149] for x in v] for k, v in r.items()}
-    _seeded(rec, "digits_acc", final["book"])
-    _seeded(rec, "digits_acc_150", at150["book"])
-    _seeded(rec, "lab_acc", final["pytorch"])
-    _seeded(rec, "lab_acc_150", at150["pytorch"])
+    stats.record(rec, "digits_acc", final["book"])
+    stats.record(rec, "digits_acc_150", at150["book"])
+    stats.record(rec, "lab_acc", final["pytorch"])
+    stats.record(rec, "lab_acc_150", at150["pytorch"])
     rec.fact("init_verdict", stats.verdict(final["pytorch"], final["book"]))
     rec.fact("init_verdict_150", stats.verdict(at150["pytorch"], at150["book"]))
     first95 = [next((i + 1 for i, a in enumerate(x["history"].test_acc) if a > 0.95), None)
@@ -181,7 +172,7 @@ def transfer(rec):
     acc = {k: [[x["acc"] for x in row] for row in r[k]] for k in NAMES}  # (sizes, seeds)
     for k in NAMES:
         for n, vals in zip(SIZES, acc[k], strict=True):
-            _seeded(rec, f"{k}_{n}", vals)
+            stats.record(rec, f"{k}_{n}", vals)
     for i, n in enumerate(SIZES):  # the comparisons the text makes, one per size
         rec.fact(f"cnn_vs_scratch_{n}", stats.verdict(acc["cnn"][i], acc["vit_scratch"][i]))
         rec.fact(f"full_vs_scratch_{n}", stats.verdict(acc["vit_full"][i], acc["vit_scratch"][i]))
@@ -251,7 +242,7 @@ def lr_sweep(rec):
     final = {m: {lr: [x["final"] for x in sweep[m][lr]] for lr in LRS} for m in SWEEP_MODELS}
     for m in SWEEP_MODELS:
         for i, lr in enumerate(LRS):
-            _seeded(rec, f"lr_{m}_{i}", final[m][lr])
+            stats.record(rec, f"lr_{m}_{i}", final[m][lr])
             rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]), tol=1)
         means = [np.mean(final[m][lr]) for lr in LRS]
         best = int(np.argmax(means))
@@ -267,7 +258,7 @@ def lr_sweep(rec):
                for k in RECIPES}  # fmt: skip
     racc = {k: [x["final"] for x in v] for k, v in recipes.items()}
     for k in RECIPES:
-        _seeded(rec, f"recipe_{k}", racc[k])
+        stats.record(rec, f"recipe_{k}", racc[k])
         if k != "plain":
             rec.fact(f"recipe_{k}_vs_plain", stats.verdict(racc[k], racc["plain"]))
     rec.fact("recipe_lr", f"{RECIPE_LR:g}")
@@ -343,7 +334,7 @@ def interpolated_pos(rec):
     runs_ = {t: [runs.hires_run(table=t, seed=s) for s in SEEDS] for t in ("interpolated", "fresh")}
     after = {t: [x["after"] for x in v] for t, v in runs_.items()}
     for t in after:
-        _seeded(rec, f"hires_{t}_after", after[t])
+        stats.record(rec, f"hires_{t}_after", after[t])
     rec.fact("hires_verdict", stats.verdict(after["interpolated"], after["fresh"]))
     rec.fact("hires_epochs", runs_["fresh"][0]["epochs"])
     rec.fact("hires_seconds", sum(x["seconds"] for v in runs_.values() for x in v), "{:.0f}",
