@@ -224,3 +224,48 @@ export function tag(g, text, x, y, colours) {
   g.textBaseline = "middle";
   g.fillText(text, x + 4, y + 9);
 }
+
+/** The lines between the cells of a `grid` × `grid` picture drawn in `box` (patch boundaries). */
+export function gridLines(g, box, grid, colour, alpha = 0.5) {
+  const cw = box.w / grid;
+  g.strokeStyle = colour;
+  g.globalAlpha = alpha;
+  g.lineWidth = 1;
+  g.beginPath();
+  for (let k = 1; k < grid; k++) {
+    g.moveTo(box.x + k * cw, box.y);
+    g.lineTo(box.x + k * cw, box.y + box.h);
+    g.moveTo(box.x, box.y + k * cw);
+    g.lineTo(box.x + box.w, box.y + k * cw);
+  }
+  g.stroke();
+  g.globalAlpha = 1;
+}
+
+/**
+ * A picture cut into `grid` × `grid` patches, drawn in `box`: an optional `overlay` (one weight
+ * per token, the class token first and not drawn) in colour map `cmap` scaled to its largest patch
+ * weight, the patch grid, the outline of the selected `token` (> 0) and an optional `label`.
+ */
+export function patchPicture(g, box, image, { grid, overlay, cmap, alpha, token, label }, c) {
+  g.imageSmoothingEnabled = true;
+  g.drawImage(image, box.x, box.y, box.w, box.h);
+  const cw = box.w / grid;
+  const cells = grid * grid;
+  if (overlay) {
+    let top = 0;
+    for (let i = 1; i <= cells; i++) top = Math.max(top, overlay[i]);
+    for (let i = 1; i <= cells; i++) {
+      g.fillStyle = cmap.css(overlay[i] / top, alpha);
+      g.fillRect(box.x + ((i - 1) % grid) * cw, box.y + Math.floor((i - 1) / grid) * cw, cw, cw);
+    }
+  }
+  gridLines(g, box, grid, c.bg);
+  if (token > 0) {
+    g.strokeStyle = c.highlight;
+    g.lineWidth = 3;
+    const x = box.x + ((token - 1) % grid) * cw;
+    g.strokeRect(x + 1.5, box.y + Math.floor((token - 1) / grid) * cw + 1.5, cw - 3, cw - 3);
+  }
+  if (label) tag(g, label, box.x + 4, box.y + 4, c);
+}

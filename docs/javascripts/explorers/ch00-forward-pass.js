@@ -1,6 +1,6 @@
 // ch00/forward-pass: pick a patch of the face and follow its token through every stage of the
 // hand-set face model (Chapter 0). Every number comes from figures/ch00/forward-pass.explorer.bin.
-import { colormap, createCanvas, el, gridMove, imageCanvas, inkOn, interact, numbers, palette, symlogNorm, tag } from "./canvas.js";
+import { colormap, createCanvas, el, gridMove, imageCanvas, inkOn, interact, numbers, palette, patchPicture, symlogNorm, tag } from "./canvas.js";
 
 export function mount(root, data, ctx) {
   const m = data.meta;
@@ -39,37 +39,8 @@ export function mount(root, data, ctx) {
     return [{ x: 0, y: 0, w: s, h: s }, { x: s + gap, y: 0, w: s, h: s }];
   };
 
-  function drawFace(g, box, overlay, label, c) {
-    g.imageSmoothingEnabled = true;
-    g.drawImage(face, box.x, box.y, box.w, box.h);
-    const cw = box.w / grid;
-    if (overlay) {
-      let top = 0;
-      for (let i = 1; i < T; i++) top = Math.max(top, overlay[i]);
-      for (let i = 1; i < T; i++) {
-        g.fillStyle = inferno.css(overlay[i] / top, m.overlay_alpha);
-        g.fillRect(box.x + ((i - 1) % grid) * cw, box.y + Math.floor((i - 1) / grid) * cw, cw, cw);
-      }
-    }
-    g.strokeStyle = c.bg;
-    g.globalAlpha = 0.5;
-    g.lineWidth = 1;
-    g.beginPath();
-    for (let k = 1; k < grid; k++) {
-      g.moveTo(box.x + k * cw, box.y);
-      g.lineTo(box.x + k * cw, box.y + box.h);
-      g.moveTo(box.x, box.y + k * cw);
-      g.lineTo(box.x + box.w, box.y + k * cw);
-    }
-    g.stroke();
-    g.globalAlpha = 1;
-    if (token > 0) {
-      g.strokeStyle = c.highlight;
-      g.lineWidth = 3;
-      g.strokeRect(box.x + ((token - 1) % grid) * cw + 1.5, box.y + Math.floor((token - 1) / grid) * cw + 1.5, cw - 3, cw - 3);
-    }
-    if (label) tag(g, label, box.x + 4, box.y + 4, c);
-  }
+  const drawFace = (g, box, overlay, label, c) =>
+    patchPicture(g, box, face, { grid, overlay, cmap: inferno, alpha: m.overlay_alpha, token, label }, c);
 
   function drawMatrix(g, box, s, c) {
     const ch = box.h / T;

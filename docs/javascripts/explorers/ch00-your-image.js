@@ -1,7 +1,7 @@
 // ch00/your-image: the hand-set face model of Chapter 0, run in the browser on the reader's own
 // image. The weights, sizes and LayerNorm epsilon come from figures/ch00/your-image.explorer.bin;
 // the image is read with the File API and never leaves the page.
-import { colormap, createCanvas, el, gridMove, imageCanvas, interact, numbers, palette, tag } from "./canvas.js";
+import { colormap, createCanvas, el, gridMove, imageCanvas, interact, numbers, palette, patchPicture } from "./canvas.js";
 
 // ---- the model, in plain JavaScript (float64 arithmetic on float32 weights) ----------------
 
@@ -184,37 +184,8 @@ export function mount(root, data, ctx) {
   const tokenName = (t) => (t === 0 ? "the class token (CLS)" : `patch ${t - 1} (row ${Math.floor((t - 1) / grid)}, column ${(t - 1) % grid})`);
   const attnRow = (h) => result.attn[layer].subarray((h * T + token) * T, (h * T + token + 1) * T);
 
-  function drawPane(g, box, overlay, label, c) {
-    g.imageSmoothingEnabled = true;
-    g.drawImage(picture, box.x, box.y, box.w, box.h);
-    const cw = box.w / grid;
-    if (overlay) {
-      let top = 0;
-      for (let i = 1; i < T; i++) top = Math.max(top, overlay[i]);
-      for (let i = 1; i < T; i++) {
-        g.fillStyle = inferno.css(overlay[i] / top, m.overlay_alpha);
-        g.fillRect(box.x + ((i - 1) % grid) * cw, box.y + Math.floor((i - 1) / grid) * cw, cw, cw);
-      }
-    }
-    g.strokeStyle = c.bg;
-    g.globalAlpha = 0.5;
-    g.lineWidth = 1;
-    g.beginPath();
-    for (let k = 1; k < grid; k++) {
-      g.moveTo(box.x + k * cw, box.y);
-      g.lineTo(box.x + k * cw, box.y + box.h);
-      g.moveTo(box.x, box.y + k * cw);
-      g.lineTo(box.x + box.w, box.y + k * cw);
-    }
-    g.stroke();
-    g.globalAlpha = 1;
-    if (token > 0) {
-      g.strokeStyle = c.highlight;
-      g.lineWidth = 3;
-      g.strokeRect(box.x + ((token - 1) % grid) * cw + 1.5, box.y + Math.floor((token - 1) / grid) * cw + 1.5, cw - 3, cw - 3);
-    }
-    tag(g, label, box.x + 4, box.y + 4, c);
-  }
+  const drawPane = (g, box, overlay, label, c) =>
+    patchPicture(g, box, picture, { grid, overlay, cmap: inferno, alpha: m.overlay_alpha, token, label }, c);
 
   const view = createCanvas(ctx, ui, {
     data,

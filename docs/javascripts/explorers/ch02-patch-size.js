@@ -1,7 +1,7 @@
 // ch02/patch-size: choose the patch size P; the grid, the raster order, the token count N and the
 // attention entries follow; hover a patch for its index and the first values of its flattened
 // vector. Sizes, counts and the image come from figures/ch02/patch-size.explorer.bin.
-import { createCanvas, el, gridMove, imageCanvas, interact, numbers, palette, tag } from "./canvas.js";
+import { createCanvas, el, gridLines, gridMove, imageCanvas, interact, numbers, palette, tag } from "./canvas.js";
 
 export function mount(root, data, ctx) {
   const m = data.meta;
@@ -41,18 +41,7 @@ export function mount(root, data, ctx) {
       const cw = a.w / G;
       g.imageSmoothingEnabled = true;
       g.drawImage(face, a.x, a.y, a.w, a.h);
-      g.strokeStyle = c.bg;
-      g.globalAlpha = 0.6;
-      g.lineWidth = 1;
-      g.beginPath();
-      for (let k = 1; k < G; k++) {
-        g.moveTo(a.x + k * cw, a.y);
-        g.lineTo(a.x + k * cw, a.y + a.h);
-        g.moveTo(a.x, a.y + k * cw);
-        g.lineTo(a.x + a.w, a.y + k * cw);
-      }
-      g.stroke();
-      g.globalAlpha = 1;
+      gridLines(g, a, G, c.bg, 0.6);
       // raster order: a line through the centres of the patches up to the selected one
       g.strokeStyle = c.highlight;
       g.lineWidth = 1.5;
