@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+#: Tests that run a build in a subprocess (seconds each) belong to the full tier (CI's),
+#: not to the quick one (`-m "not slow"`).
+builds = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SHARED = """
@@ -34,6 +38,7 @@ MODULE = """
 import os, time
 from vitbook import plot
 from vitbook.engine import figure, facts
+
 {imports}
 
 @figure(chapter={ch}, id="{id}", size=(3.0, 2.0))
@@ -126,6 +131,7 @@ def test_scratch_copy_is_the_one_imported(book: Path) -> None:
     assert "ch90/alpha" in proc.stdout and "ch02/" not in proc.stdout
 
 
+@builds
 def test_warm_build_computes_nothing(book: Path) -> None:
     first = statuses(run(book, "figures").stdout)
     assert set(first.values()) == {"computed"} and len(first) == 6
@@ -135,6 +141,7 @@ def test_warm_build_computes_nothing(book: Path) -> None:
     assert run(book, "figures", "--check").returncode == 0
 
 
+@builds
 def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
     run(book, "figures")
     with open(book / "vitbook/figures/ch90_alpha.py", "a") as f:
@@ -151,6 +158,7 @@ def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
     }
 
 
+@builds
 def test_changing_a_shared_module_reruns_exactly_its_users(book: Path) -> None:
     run(book, "figures")
     (book / "vitbook/only_b.py").write_text(ONLY_B.replace("return 1", "return 2"))
@@ -168,6 +176,7 @@ def test_changing_a_shared_module_reruns_exactly_its_users(book: Path) -> None:
     }
 
 
+@builds
 def test_facts_are_written_by_chapter(book: Path) -> None:
     run(book, "figures")
     facts = json.loads((book / "figures/facts.json").read_text())
@@ -178,6 +187,7 @@ def test_facts_are_written_by_chapter(book: Path) -> None:
     assert facts["ch92"]["answer"]["value"] == 7
 
 
+@builds
 def test_two_clean_builds_are_byte_identical(book: Path, tmp_path_factory) -> None:
     run(book, "figures")
     first = snapshot(book / "figures")
@@ -194,6 +204,7 @@ def test_two_clean_builds_are_byte_identical(book: Path, tmp_path_factory) -> No
     } <= names
 
 
+@builds
 def test_a_deleted_figure_is_redrawn_from_the_cache_without_recomputing(book: Path) -> None:
     run(book, "figures")
     (book / "figures/ch92/gamma.dark.svg").unlink()
@@ -201,6 +212,7 @@ def test_a_deleted_figure_is_redrawn_from_the_cache_without_recomputing(book: Pa
     assert after["ch92/gamma"] == "redrawn" and after["ch90/alpha"] == "cached"
 
 
+@builds
 def test_a_damaged_cache_entry_is_recomputed_not_trusted(book: Path) -> None:
     run(book, "figures")
     clean = snapshot(book / "figures")
@@ -260,6 +272,7 @@ def test_cli_rejects_bad_input_with_status_2_and_the_valid_choices(book: Path) -
     assert "Traceback" not in proc.stderr
 
 
+@builds
 def test_parallel_build_gives_the_same_bytes(book: Path) -> None:
     run(book, "figures")
     clean = snapshot(book / "figures")
@@ -330,6 +343,7 @@ runtime.THREADS = 8
 """
 
 
+@builds
 def test_another_pillow_or_thread_count_makes_every_item_stale(book: Path) -> None:
     run(book, "figures")
     assert check_with(book, "").returncode == 0
@@ -340,6 +354,7 @@ def test_another_pillow_or_thread_count_makes_every_item_stale(book: Path) -> No
         assert "(key changed)" in proc.stdout
 
 
+@builds
 def test_the_threads_are_pinned_whatever_jobs_is(book: Path) -> None:
     probe = MODULE.replace(
         'rec.fact("answer", {expr})',
@@ -356,6 +371,7 @@ def test_the_threads_are_pinned_whatever_jobs_is(book: Path) -> None:
         assert facts["ch92"]["threads"]["value"] == 1, f"--jobs {jobs}"
 
 
+@builds
 def test_a_change_to_fact_formatting_recomputes_every_item_never_reusing_old_facts(
     book: Path,
 ) -> None:
@@ -372,6 +388,7 @@ def test_a_change_to_fact_formatting_recomputes_every_item_never_reusing_old_fac
     assert facts["ch90"]["answer"]["text"] == "41 (new)"
 
 
+@builds
 def test_a_change_to_svg_post_processing_redraws_figures_only(book: Path) -> None:
     run(book, "figures")
     build_py = book / "vitbook/engine/build.py"
@@ -385,6 +402,7 @@ def test_a_change_to_svg_post_processing_redraws_figures_only(book: Path) -> Non
     assert after["ch90/alpha"] == "redrawn" and after["ch90/alpha-facts"] == "cached"
 
 
+@builds
 def test_editing_the_command_line_or_the_cache_code_changes_no_key(book: Path) -> None:
     run(book, "figures")
     for name in ("cli.py", "cache.py", "__init__.py"):
@@ -428,6 +446,7 @@ def run_report(stdout: str) -> list[tuple[str, str]]:
     ]
 
 
+@builds
 def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller(
     book: Path,
 ) -> None:

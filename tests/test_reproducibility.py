@@ -22,6 +22,10 @@ import pytest
 from vitbook.engine import verify
 from vitbook.engine.registry import chapter_modules, discover
 
+#: Tests that run a build in a subprocess (seconds each) belong to the full tier (CI's),
+#: not to the quick one (`-m "not slow"`).
+builds = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # --- a direct call records the engine's facts -----------------------------------------------
@@ -49,6 +53,7 @@ random.random(); np.random.rand(5); torch.rand(7)  # a notebook that has drawn n
 torch.set_num_threads(2)
 from vitbook.engine import Recorder
 from vitbook.figures.ch95_draws import draws
+
 rec = Recorder(95)
 draws(rec)
 print(json.dumps({"facts": rec.facts, "threads_after": torch.get_num_threads()}))
@@ -81,6 +86,7 @@ def _python(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+@builds
 def test_a_direct_call_seeds_and_pins_threads_like_the_engine(scratch: Path) -> None:
     _python(scratch, "-m", "vitbook", "figures")
     engine = json.loads((scratch / "figures/facts.json").read_text())["ch95"]
@@ -235,6 +241,7 @@ def f():
     assert len(outside_reads(src, {"table.npz", "face.png", "notes.txt"})) == 2
 
 
+@builds
 def test_a_declared_input_is_part_of_the_key(tmp_path: Path) -> None:
     """``inputs=`` on an item and ``INPUTS`` in a data module: editing the file makes the
     items that read it stale, and only those."""
