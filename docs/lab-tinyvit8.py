@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from vitbook.data.digits import digits_split
+from vitbook.notebook import show  # plots in the page's theme, with alt text
 
 torch.manual_seed(42)
 x_train, y_train, x_test, y_test = digits_split()  # 80/20 split, random_state 42
@@ -61,13 +62,21 @@ print("train:", tuple(x_train.shape), "test:", tuple(x_test.shape))
 # The images are already scaled to $[0, 1]$ and have shape $(B, C, H, W) = (B, 1, 8, 8)$.
 # Here are the first twelve, with their labels.
 
+
 # %%
-fig, axes = plt.subplots(1, 12, figsize=(9, 1.2))
-for ax, img, label in zip(axes, x_train[:12], y_train[:12], strict=True):
-    ax.imshow(img[0], cmap="gray_r")
-    ax.set_title(int(label), fontsize=10)
-    ax.axis("off")
-plt.show()
+def first_digits(theme):
+    fig, axes = plt.subplots(2, 6, figsize=(5.4, 2.2), layout="constrained")
+    for ax, img, label in zip(axes.flat, x_train[:12], y_train[:12], strict=True):
+        ax.imshow(img[0], cmap="gray" if theme == "dark" else "gray_r")
+        ax.set_title(int(label))
+        ax.axis("off")
+    return fig
+
+
+show(
+    first_digits,
+    "Twelve 8-by-8 handwritten digits from the training set, each titled with its label.",
+)
 
 # %% [markdown]
 # ## Milestone 1: the patch embedding
@@ -174,6 +183,7 @@ print("milestone 2 passed: z0", tuple(z0.shape))
 # block, the qkv layer $3D^2 + 3D$, the output projection $D^2 + D$, the MLP
 # $2 \cdot 4D^2 + 4D + D$ and two LayerNorms $4D$; the final LayerNorm $2D$; the head
 # $10 D + 10$.
+
 
 # %%
 class Attention(nn.Module):
@@ -294,14 +304,24 @@ print(f"test accuracy after {EPOCHS} epochs: {test_acc:.1%} in {seconds:.1f} s")
 
 # %%
 epochs, losses, accs = zip(*history, strict=True)
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3), layout="constrained")
-a1.plot(epochs, losses)
-a1.set(xlabel="epoch (full-batch step)", ylabel="training loss", title="Loss")
-a2.plot(epochs, [100 * a for a in accs], color="C1")
-a2.axhline(95, color="gray", lw=1, ls="--")
-a2.text(epochs[-1], 95, "95%", va="bottom", ha="right", color="gray")
-a2.set(xlabel="epoch (full-batch step)", ylabel="test accuracy (%)", title="Accuracy")
-plt.show()
+
+
+def loss_and_accuracy(theme):
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(5.4, 5.0), layout="constrained", sharex=True)
+    a1.plot(epochs, losses)
+    a1.set(ylabel="training loss", title="Loss")
+    a2.plot(epochs, [100 * a for a in accs], color="C1")
+    a2.axhline(95, color="gray", lw=1, ls="--")
+    a2.text(epochs[-1], 95, "95%", va="bottom", ha="right", color="gray")
+    a2.set(xlabel="epoch (full-batch step)", ylabel="test accuracy (%)", title="Accuracy")
+    return fig
+
+
+show(
+    loss_and_accuracy,
+    "Two line plots over the training epochs: the training loss falls steeply and then flattens;"
+    " the test accuracy climbs past the dashed 95 percent line and stays near it.",
+)
 
 # %% [markdown]
 # **Check.** One row of ten scores per test digit; the loss started near $\ln 10$; and the

@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from vitbook import calc
 from vitbook.data.digits import digits_split
 from vitbook.model import VisionTransformer, preset
+from vitbook.notebook import show  # plots in the page's theme, with alt text
 from vitbook.patches import patchify, unpatchify
 
 x_train, y_train, x_test, y_test = digits_split()
@@ -127,18 +128,29 @@ mean_nopos = sum(r[1] for r in shuffled_only) / len(shuffled_only)
 print(f"in order: with positions {in_order[0]:.1%}, without {in_order[1]:.1%}")
 print(f"shuffled (mean of 20 orders): with positions {mean_pos:.1%}, without {mean_nopos:.1%}")
 
+
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 2.8), layout="constrained", width_ratios=[1, 2])
-pair = torch.cat([x_test[0, 0], unpatchify(patches[:1, orders[1]], 2, 1, (4, 4))[0, 0]], 1)
-axes[0].imshow(pair, cmap="gray_r")
-axes[0].set_title("a test digit, and shuffled", fontsize=10)
-axes[0].axis("off")
-axes[1].bar(range(21), [100 * r[0] for r in results], color="C0", label="learned positions")
-axes[1].plot(range(21), [100 * r[1] for r in results], "o", color="C1", label="no positions")
-axes[1].set(xlabel="patch order (0 = the true order, 1-20 random)", ylabel="test accuracy (%)",
-            ylim=(0, 100))
-axes[1].legend(loc="upper right", fontsize=9)
-plt.show()
+def shuffle_results(theme):
+    fig, axes = plt.subplots(2, 1, figsize=(5.4, 5.2), layout="constrained", height_ratios=[1, 1.4])
+    pair = torch.cat([x_test[0, 0], unpatchify(patches[:1, orders[1]], 2, 1, (4, 4))[0, 0]], 1)
+    axes[0].imshow(pair, cmap="gray" if theme == "dark" else "gray_r")
+    axes[0].set_title("a test digit, and shuffled")
+    axes[0].axis("off")
+    axes[1].bar(range(21), [100 * r[0] for r in results], color="C0", label="learned positions")
+    axes[1].plot(range(21), [100 * r[1] for r in results], "o", color="C1", label="no positions")
+    axes[1].set(xlabel="patch order (0: true order; 1-20: random)", ylabel="test accuracy (%)",
+                ylim=(0, 100))  # fmt: skip
+    axes[1].legend(loc="upper right")
+    return fig
+
+
+show(
+    shuffle_results,
+    "Above, a test digit beside the same digit with its patches shuffled. Below, test accuracy"
+    " for the true patch order and twenty random orders: bars for the model with learned"
+    " positions, high only for the true order; dots for the model without positions, level"
+    " across all orders.",
+)
 
 # %%
 assert in_order[0] > in_order[1] + 0.1  # positions help on digits in their true order
@@ -174,31 +186,47 @@ cls_to_patches = last[:, :, 0, 1:].mean(1)  # (8, N): averaged over heads
 maps = cls_to_patches.reshape(-1, 4, 4).detach()
 print("attention shape:", tuple(last.shape), " CLS map shape:", tuple(maps.shape))
 
-fig, axes = plt.subplots(2, 8, figsize=(9, 2.6), layout="constrained")
-for i in range(8):
-    axes[0, i].imshow(x_test[i, 0], cmap="gray_r")
-    axes[0, i].set_title(f"label {int(y_test[i])}", fontsize=9)
-    axes[1, i].imshow(maps[i], cmap="inferno", vmin=0)
-    axes[1, i].set_title(f"max {maps[i].max():.2f}", fontsize=9)
-for ax in axes.flat:
-    ax.set_xticks([])
-    ax.set_yticks([])
-axes[0, 0].set_ylabel("digit", fontsize=9)
-axes[1, 0].set_ylabel("CLS attention", fontsize=9)
-plt.show()
+
+def digits_and_maps(theme):
+    # four digits a row: each digit above its class-token attention map
+    fig, axes = plt.subplots(4, 4, figsize=(5.4, 6.0), layout="constrained")
+    for i in range(8):
+        top, bottom = axes[2 * (i // 4), i % 4], axes[2 * (i // 4) + 1, i % 4]
+        top.imshow(x_test[i, 0], cmap="gray" if theme == "dark" else "gray_r")
+        top.set_title(f"label {int(y_test[i])}")
+        bottom.imshow(maps[i], cmap="inferno", vmin=0)
+        bottom.set_title(f"max {maps[i].max():.2f}")
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for row in (0, 2):
+        axes[row, 0].set_ylabel("digit")
+        axes[row + 1, 0].set_ylabel("CLS attention")
+    return fig
+
+
+show(
+    digits_and_maps,
+    "Eight test digits, each above a 4-by-4 map of how much the last block's class token"
+    " attends to each patch, averaged over heads, with the map's largest weight in its title.",
+)
 
 ink = patchify(x_test[:8], 2).mean(-1) > 0.25  # (8, N): patches that hold part of a stroke
 on_ink = ((cls_to_patches * ink).sum(1) / cls_to_patches.sum(1)).mean().item()
-print(f"strokes cover {ink.float().mean():.0%} of the patches and get {on_ink:.0%}"
-      " of the class token's attention to patches")
+print(
+    f"strokes cover {ink.float().mean():.0%} of the patches and get {on_ink:.0%}"
+    " of the class token's attention to patches"
+)
 
 # %%
 assert last.shape == (8, 2, 17, 17)
 row = last[:, :, 0]  # the class token's full row, CLS column included
 assert torch.allclose(row.sum(-1), torch.ones(8, 2), atol=1e-6)
 assert on_ink < ink.float().mean().item()  # not drawn to the ink (see below)
-print(f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its weight;"
-      " the rest goes to the class token itself")
+print(
+    f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its weight;"
+    " the rest goes to the class token itself"
+)
 
 # %% [markdown]
 # Compare the two percentages. If the class token simply read the ink, the second would be far
@@ -221,12 +249,23 @@ print(f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its 
 # %%
 rates = [3e-4, 3e-3, 3e-2, 3e-1, 3.0]
 curves = {lr: train(preset("tinyvit8"), epochs=40, lr=lr)[1] for lr in rates}
-fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
-for lr, losses in curves.items():
-    ax.plot(range(1, 41), losses, label=f"lr {lr:g}")
-ax.set(xlabel="full-batch step", ylabel="training loss (log scale)", yscale="log")
-ax.legend(ncols=5, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
-plt.show()
+
+
+def loss_curves(theme):
+    fig, ax = plt.subplots(figsize=(5.4, 3.8), layout="constrained")
+    for lr, losses in curves.items():
+        ax.plot(range(1, 41), losses, label=f"lr {lr:g}")
+    ax.set(xlabel="full-batch step", ylabel="training loss (log scale)", yscale="log")
+    ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return fig
+
+
+show(
+    loss_curves,
+    "Training loss over forty full-batch steps on a log scale, one line per learning rate:"
+    " the smallest rates fall slowly, the middle ones fastest, and the largest rates jump up"
+    " and stay high.",
+)
 for lr, losses in curves.items():
     print(f"lr {lr:<7g} loss after 40 steps {losses[-1]:9.3f}   highest {max(losses):9.3f}")
 
@@ -250,6 +289,7 @@ assert max(curves[3.0]) > 2 * curves[3.0][0]  # the loss jumps far above where i
 #
 # **Predict** first, then time a ViT-S/16 (random weights: timing does not depend on them)
 # at batch 1 on this CPU, and compare with the calculator's predicted FLOPs.
+
 
 # %%
 def latency(model, size, repeats=5):

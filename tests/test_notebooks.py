@@ -75,14 +75,34 @@ class Executed:
             for o, c in zip(outputs, classes, strict=True)
             if "jp-RenderedText" in c and "jp-OutputArea-executeResult" not in c
         )
-        #: inline PNG images (matplotlib figures)
-        self.images = sum(
-            1
+        #: plots shown by vitbook.notebook.show: (alt text, themes drawn as inline PNG)
+        self.plots = [
+            (
+                {img.attributes.get("alt") for img in div.css("img")},
+                sorted(
+                    t
+                    for img in div.css("img")
+                    for t in ("light", "dark")
+                    if f"vb-{t}" in (img.attributes.get("class") or "").split()
+                    and (img.attributes.get("src") or "").startswith("data:image/png")
+                ),
+            )
+            for div in html.css(".jp-OutputArea-output .vb-nb-plot")
+        ]
+        #: plain image outputs (plt.show), which would ignore the theme and have no alt text
+        self.plain_images = sum(
+            len(o.css("img"))
             for o, c in zip(outputs, classes, strict=True)
             if "jp-RenderedImage" in c
-            for img in o.css("img")
-            if (img.attributes.get("src") or "").startswith("data:image/png")
         )
+
+    def assert_plots(self, n: int) -> None:
+        assert self.plain_images == 0, "a plot shown with plt.show(): use vitbook.notebook.show"
+        assert len(self.plots) == n
+        for alts, themes in self.plots:
+            assert themes == ["dark", "light"]
+            (alt,) = alts  # one alt text, on both variants
+            assert alt and len(alt) > 40
 
 
 def test_lab_milestones_predict_then_check():
@@ -126,7 +146,7 @@ def test_lab_runs_and_trains_past_95_percent():
     assert accuracy > 0.95
     assert "26,538 parameters, as counted on paper" in out
     assert re.search(r"book model: 26,538 parameters", out)
-    assert nb.images == 2  # the digits and the training curves
+    nb.assert_plots(2)  # the digits and the training curves
 
 
 @pytest.mark.slow
@@ -135,7 +155,7 @@ def test_practice_runs_with_its_outputs():
     out = nb.text
     assert "616,225" in out  # (784 + 1)^2 attention pairs at P = 8
     assert "token pairs: 8.58x" in out
-    assert nb.images == 3  # shuffle accuracy, CLS attention, learning-rate curves
+    nb.assert_plots(3)  # shuffle accuracy, CLS attention, learning-rate curves
     in_order = re.search(r"in order: with positions ([\d.]+)%, without ([\d.]+)%", out)
     assert float(in_order.group(1)) > float(in_order.group(2))
 
