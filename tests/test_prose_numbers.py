@@ -61,6 +61,7 @@ LABELS = [
 # Lines that are not prose: headings, tables (checked by the facts they use), admonition
 # openers, link definitions and raw HTML.
 NOT_PROSE = ("#", "|", "!", "[", "<")
+NUMBER_ONLY = re.compile(r"\s*\d[\d,.]*\s*")
 MACRO = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 CAPTIONED = re.compile(r"\{\{\s*(?:figure|explorer)\(")
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -83,7 +84,20 @@ def prose(text: str) -> str:
     out = MACRO.sub(_blank, out)
     for start, caption in captions:  # put the captions back, where they stood
         out = out[:start] + caption + out[start + len(caption) :]
-    out = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", _blank, out, flags=re.S)
+    out = re.sub(r"\$\$.*?\$\$", _blank, out, flags=re.S)
+    # inline math is notation, except a span that is only a number ($224$): that is a number
+    # in math clothing, and counts as prose, outside the Exercises section, whose questions
+    # state their own inputs ("a $225 \times 225$ image", "rows of $768$ numbers")
+    start = out.find("\n## Exercises\n")
+    end = out.find("\n## ", start + 1) if start >= 0 else -1
+    exercises = range(start, end if end >= 0 else len(out)) if start >= 0 else range(0)
+
+    def inline(m: re.Match) -> str:
+        if NUMBER_ONLY.fullmatch(m.group(1)) and m.start() not in exercises:
+            return " " + m.group(1) + " "  # the number stays where it stood
+        return _blank(m)
+
+    out = re.sub(r"\$([^$\n]+)\$", inline, out)
     out = re.sub(r"`[^`\n]+`|--8<--.*", _blank, out)
     return out
 
@@ -200,3 +214,25 @@ def test_deletion_verdict_obeys_the_quoted_margin():
         assert verdict == "about the same"
     else:
         assert verdict == ("lower" if rollout < raw else "higher")
+
+
+def test_a_number_in_math_clothing_counts_outside_the_exercises():
+    page = "\n".join(
+        [
+            "Trained at $224$ pixels; the weights are $W \\in R^{768}$.",
+            "## Exercises",
+            "1. Call it on a $225 \\times 225$ image with rows of $768$ numbers.",
+            "## Summary",
+            "It reaches $0.95$.",
+        ]
+    )
+    assert typed_numbers(page) == [(1, "224"), (5, "0.95")]
+
+
+def test_window_sizes_quoted_are_the_ones_the_window_facts_use():
+    facts = _facts(ch10_solutions.in_prose, 10)
+    small, big = facts["win_image"], facts["win_image_big"]
+    assert _recorded("ch10", "win_tokens_224") == (small // 4) ** 2
+    pairs = ch10_solutions.attention_pairs
+    ratio = pairs(big, 4, None) / pairs(big, 4, 7)
+    assert _recorded("ch10", "win_ratio_896") == pytest.approx(ratio)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from vitbook.engine import facts
+from vitbook.experiments import shapes
 
 #: The lesson this book grew from quotes TinyViT8's digits accuracy after 150 full-batch epochs
 #: (REFERENCE-FACTS.md); ch09_training.py reads every run's test accuracy at that epoch
@@ -15,7 +16,9 @@ LESSON_EPOCHS = 150
 
 @facts(chapter=9, id="in-prose")
 def in_prose(rec):
-    """The lesson's epoch count, and the loss of a uniform ten-class softmax (quiz 1)."""
+    """The lesson's epoch count, the loss of a uniform ten-class softmax (quiz 1), and how much
+    larger run 5's images are than the pre-training images."""
     rec.fact("lesson_epochs", LESSON_EPOCHS)
     rec.fact("ln_ten", math.log(10), "{:.1f}")
+    rec.fact("hires_scale", shapes.HIRES / shapes.SHAPES_CFG.image_size, "{:g}")
     return {"lesson_epochs": LESSON_EPOCHS}
