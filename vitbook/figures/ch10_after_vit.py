@@ -21,7 +21,8 @@ PAPER_ROWS = {
     # Wu et al. 2021: ImageNet-1k only, 224 pixels (their ↑384 rows are higher).
     "cvt13": ("CvT-13", "20M", 81.6, 224, "wu2021"),
     "cvt21": ("CvT-21", "32M", 82.5, 224, "wu2021"),
-    # Mehta & Rastegari 2022: trained with a multi-scale sampler, evaluated at 256x256.
+    # Mehta & Rastegari 2022, section 4.1 (params, top-1): trained with a multi-scale sampler;
+    # classification runs at 256x256 (section 4.3, the input of their Table 4).
     "mvit_xxs": ("MobileViT-XXS", "1.3M", 69.0, 256, "mehta2022"),
     "mvit_xs": ("MobileViT-XS", "2.3M", 74.8, 256, "mehta2022"),
     "mvit_s": ("MobileViT-S", "5.6M", 78.4, 256, "mehta2022"),
