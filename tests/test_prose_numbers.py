@@ -14,7 +14,9 @@ What the check looks at, and the few things it lets through (each a rule, not a 
 - Labels are not quantities: a figure, table, equation, chapter, section or lesson number
   (``Table 2``, ``Fig. 5.3``), an arXiv id, a year (1900-2099), a model name (``ViT-B/16``,
   ``JFT-300M``, ``ImageNet-21k`` contain no free-standing number anyway), a licence name
-  (``CC BY 4.0``) and a hash name (``SHA-256``).
+  (``CC BY 4.0``, ``Apache License 2.0``) and a hash name (``SHA-256``).
+- Table rows and quiz questions (``???`` lines) are prose too; headings, ``!!!`` admonition
+  openers, link definitions, link targets (``](url)``) and raw HTML are not.
 
 An exercise whose input is the number (``a $225 \\times 225$ image``) writes it as math, as the
 question itself does: notation, not a result.
@@ -55,12 +57,12 @@ LABELS = [
         r"(?i)\b(figure|fig\.|eq\.|equation|table|chapter|section|lesson|arxiv:?)\s*[\d.]+(?:[–-][\d.]+)?"
     ),
     re.compile(r"\b(19|20)\d\d\b"),  # years
-    re.compile(r"\bCC BY(-[A-Z]{2})* \d\.\d\b"),  # licence names
+    re.compile(r"\b(CC BY(-[A-Z]{2})*|Apache License) \d\.\d\b"),  # licence names
     re.compile(r"\bSHA-\d+\b"),  # hash names
 ]
-# Lines that are not prose: headings, tables (checked by the facts they use), admonition
-# openers, link definitions and raw HTML.
-NOT_PROSE = ("#", "|", "!", "[", "<")
+# Lines that are not prose: headings, admonition openers, link definitions and raw HTML.
+# (Table rows are checked like prose.)
+NOT_PROSE = ("#", "!", "[", "<")
 NUMBER_ONLY = re.compile(r"\s*\d[\d,.]*\s*")
 MACRO = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 CAPTIONED = re.compile(r"\{\{\s*(?:figure|explorer)\(")
@@ -99,6 +101,7 @@ def prose(text: str) -> str:
 
     out = re.sub(r"\$([^$\n]+)\$", inline, out)
     out = re.sub(r"`[^`\n]+`|--8<--.*", _blank, out)
+    out = re.sub(r"\]\([^)\s]*\)", _blank, out)  # link targets: URLs and paths
     return out
 
 
@@ -133,11 +136,12 @@ def test_the_check_finds_what_a_writer_would_type():
             "The model reaches 0.73 accuracy on 1,000 images of 224 pixels.",
             '{{ figure("x", "Trained for 300 steps at a rate of 0.01.") }}',
             "    - [x] (8, 197, 768) leaves the block",
+            "| batch | 4096 |",
         ]
     )
-    expected = ["0.73", "1,000", "224", "300", "0.01", "197", "768"]
+    expected = ["0.73", "1,000", "224", "300", "0.01", "197", "768", "4096"]
     assert [n for _, n in typed_numbers(page)] == expected
-    assert [n for n, _ in typed_numbers(page)] == [1, 1, 1, 2, 2, 3, 3]
+    assert [n for n, _ in typed_numbers(page)] == [1, 1, 1, 2, 2, 3, 3, 4]
 
 
 def test_labels_facts_math_and_code_pass():
@@ -146,6 +150,7 @@ def test_labels_facts_math_and_code_pass():
             "Table 2 of Dosovitskiy et al. (2021), Fig. 5.3 and Eq. 4.1; arXiv:2010.11929.",
             "ViT-B/16 reaches {{ ch01.acc }} at $224 \\times 224$; `reshape(B, -1, 768)`.",
             "The text is CC BY 4.0 and the digest is SHA-256; P = 16, a batch of 8.",
+            "[Licence](https://creativecommons.org/licenses/by/4.0/); Apache License 2.0.",
             '{{ figure("x", "Drawn with `plot.heatmap(vmax=0.05)` from three runs.") }}',
             '{% filter equation("sincos") %}',
             "\\omega_i = 10000^{-2i/D'}",
