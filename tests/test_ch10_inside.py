@@ -78,25 +78,35 @@ def test_window_cost():
 
 
 def test_after_vit_table_is_placed_whole_and_consistent():
-    """The reported sizes and accuracies (typed from the papers, see REFERENCE-FACTS) all reach
-    the chapter's table, are well-formed, and agree with what the table's rows say."""
+    """The papers' sizes, accuracies and input sizes (see REFERENCE-FACTS and the sources named
+    in ch10_after_vit.py) all reach the chapter's table, are well-formed, and agree with what
+    the table's rows say."""
     from vitbook.engine.registry import Recorder
-    from vitbook.figures.ch10_inside import after_vit
+    from vitbook.figures.ch10_after_vit import PAPER_ROWS, after_vit_papers
 
-    rows = after_vit(Recorder(10))
+    rows = after_vit_papers(Recorder(10))
     text = DOC.read_text()
     for k in rows:
-        assert f"{{{{ ch10.{k}_params }}}}" in text and f"{{{{ ch10.{k}_top1 }}}}" in text, k
-    params = {k: float(p.removesuffix("M")) for k, (p, _) in rows.items()}
-    top1 = {k: float(t) for k, (_, t) in rows.items()}
+        assert f"{{{{ ch10.paper_{k}_top1 }}}}" in text, k
+        if k != "deitb384":  # the same DeiT-B, fine-tuned at 384: one size in its row
+            assert f"{{{{ ch10.paper_{k}_params }}}}" in text, k
+    params = {k: float(p.removesuffix("M")) for k, (p, _, _) in rows.items()}
+    top1 = {k: t for k, (_, t, _) in rows.items()}
+    px = {k: s for k, (_, _, s) in rows.items()}
     assert all(50 < t < 100 for t in top1.values())
-    # DeiT-B is ViT-B with a better ImageNet-1k recipe: same size, higher accuracy
-    assert params["deitb"] == params["vitb"] and top1["deitb"] > top1["vitb"]
+    # every row says its input size; the ViT row is the paper's 384-pixel fine-tuning
+    assert px["vitb"] == px["deitb384"] == 384 and px["deitb"] == 224
+    assert {px[k] for k in ("mvit_xxs", "mvit_xs", "mvit_s")} == {256}
+    # DeiT-B is ViT-B with a better ImageNet-1k recipe: same size, higher accuracy at 384
+    assert params["deitb"] == params["vitb"] and top1["deitb384"] > top1["vitb"]
+    assert top1["deitb384"] > top1["deitb"]  # a larger input scores higher
+    assert all(src for *_, src in PAPER_ROWS.values())  # each row names its paper
     for family in (("cvt13", "cvt21"), ("mvit_xxs", "mvit_xs", "mvit_s"),
                    ("swin_t", "swin_s", "swin_b")):  # fmt: skip
         sizes = [params[k] for k in family]
         accs = [top1[k] for k in family]
         assert sizes == sorted(sizes) and accs == sorted(accs), family  # bigger is better
+        assert len({px[k] for k in family}) == 1, family  # one input size per family cell
 
 
 @pytest.mark.slow

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from matplotlib.patches import Rectangle
 
 from vitbook import plot
 from vitbook.data.face import face
 from vitbook.engine import figure
 from vitbook.explore import explorer_data, image_u8
-from vitbook.figures.ch00_see_it import CHOSEN, IMAGE, run_face_model
+from vitbook.figures.ch00_see_it import CHOSEN, IMAGE, _outline, run_face_model
 
 #: Opacity of attention drawn over the image (the figures' ``plot.attention_overlay``).
 OVERLAY_ALPHA = 0.65
@@ -75,8 +74,7 @@ def _(d, v):
     g, p = d["cfg"].grid[0], d["cfg"].patch_size
     fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1, 2.2])
     plot.show_image(a1, d["image"])
-    r, col = divmod(CHOSEN, g)
-    a1.add_patch(Rectangle((col * p - 0.5, r * p - 0.5), p, p, fill=False, ec=c["highlight"], lw=2))
+    _outline(a1, CHOSEN, g, p, c["highlight"], lw=2.0)  # with ch00's dark halo
     a1.set_title(f"patch {CHOSEN}", fontsize=9.5, loc="center")
     keys = [k for kind, k, _ in STAGES if kind == "tokens"]
     rows = np.stack([d["tokens"][k][CHOSEN + 1] for k in keys])

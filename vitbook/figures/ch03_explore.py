@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 
 from vitbook import plot
@@ -76,9 +77,12 @@ def _(d, v):
 
     plot.show_image(axes[0], d["image"])
     r, col = divmod(CHOSEN, IMAGE // P)
-    axes[0].add_patch(
-        Rectangle((col * P - 0.5, r * P - 0.5), P, P, fill=False, ec=c["highlight"], lw=1.5)
-    )
+    axes[0].add_patch(  # a dark halo keeps the outline visible on skin, in light and dark mode
+        Rectangle(
+            (col * P - 0.5, r * P - 0.5), P, P, fill=False, ec=c["highlight"], lw=2.0,
+            path_effects=[patheffects.withStroke(linewidth=3.6, foreground="black", alpha=0.8)],
+        )
+    )  # fmt: skip
     axes[0].set_title(f"patch {CHOSEN}", fontsize=8.5, loc="center")
     plot.show_image(axes[1], img(d["basis"]["patches"][CHOSEN]))
     axes[1].set_title("original", fontsize=8.5, loc="center")

@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import torch
+from matplotlib import patheffects
 
 from vitbook import plot
 from vitbook.analysis import cosine_similarity_map, interpolate_pos_embed, sincos_1d, sincos_2d
@@ -79,7 +80,9 @@ def _(data, v):
         ax.set_yticks(
             [0, 10, 20, 30, 40, n - 1], labels=["CLS 0", "10", "20", "30", "40", str(n - 1)]
         )
-        ax.axhline(0.5, color=c["highlight"], lw=1.5)
+        # the CLS row's lower edge; a dark halo keeps it visible on the orange-ish CLS cells
+        halo = [patheffects.withStroke(linewidth=3.2, foreground="black", alpha=0.8)]
+        ax.axhline(0.5, color=c["highlight"], lw=1.6, path_effects=halo)
         if op:
             ax.text(
                 1.06,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
+from vitbook.analysis import sincos_1d
 from vitbook.calc import param_breakdown
 from vitbook.engine import facts
 from vitbook.figures.ch04_cls_position import shuffle_test
@@ -53,3 +56,12 @@ def solutions(rec):
     rec.fact("sol_ex4_dim", big.dim, "{:,}")
     rec.fact("sol_ex4_params", param_breakdown(big)["pos_embed"])
     return {"fused": fused, "explicit": explicit, "one_patch": move}
+
+
+@facts(chapter=4, id="in-prose")
+def in_prose(rec):
+    """Numbers the chapter's prose quotes from the book's code: the base of the sin-cos
+    frequencies, read from ``sincos_1d``'s signature (Vaswani et al.'s 10000)."""
+    base = inspect.signature(sincos_1d).parameters["temperature"].default
+    rec.fact("sincos_base", int(base), "{}")
+    return {"sincos_base": base}

@@ -17,3 +17,19 @@ def solutions(rec):
     rec.fact("sol_ex3_l16_block_calc", calc.param_breakdown(cfg)["block"], "{:,}")
     rec.fact("sol_ex3_l16_d2", 12 * d * d, "{:,}")
     return {"formula": by_formula}
+
+
+@facts(chapter=7, id="in-prose")
+def in_prose(rec):
+    """Numbers the prose and the quiz quote: the official JAX code's position-embedding std
+    (``vit_jax/models_vit.py``, ``nn.initializers.normal(stddev=0.02)``, "from BERT"), and the
+    shapes in quiz 1 (a batch of 8 through one ViT-B/16 block), from the preset."""
+    rec.fact("jax_pos_std", 0.02, "{:g}")  # google-research/vision_transformer, models_vit.py
+    cfg = preset("vit-b/16")
+    tokens = dict(calc.shape_trace(cfg))["with_cls"][1]
+    batch = 8  # the quiz's own input
+    rec.fact("q1_fc1", str((batch, tokens, cfg.mlp_dim)))
+    rec.fact("q1_out", str((batch, tokens, cfg.dim)))
+    rec.fact("q1_fc1_pooled", str((batch, cfg.mlp_dim)))
+    rec.fact("q1_out_pooled", str((batch, cfg.dim)))
+    return {"tokens": tokens}

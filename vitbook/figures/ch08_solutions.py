@@ -26,3 +26,15 @@ def solutions(rec):
         "sol_ex2_attn_share_224", (base["attn_qk"] + base["attn_av"]) / base["total"], "{:.0%}"
     )
     return {"h14": trace}
+
+
+@facts(chapter=8, id="in-prose")
+def in_prose(rec):
+    """Numbers the prose and the quiz quote: ViT-S/16's patches (quiz 1), and the width of the
+    pre-training hidden layer in the chapter's ViT-B/16 example, which is D (the ``pre-logits``
+    count in ch08_whole_model.py builds it with ``representation_size=768``; a test checks that
+    its parameter count is D·D + D)."""
+    s16 = dict(calc.shape_trace(preset("vit-s/16")))
+    rec.fact("s16_patches", s16["with_cls"][1] - 1)
+    rec.fact("pre_logits_width_b16", preset("vit-b/16").dim)
+    return {"s16": s16}

@@ -8,6 +8,12 @@ from vitbook.analysis import mean_attention_distance
 from vitbook.engine import facts
 from vitbook.figures.ch10_inside import attention_pairs
 
+#: The margin ``deletion`` in ch10_inside.py applies between two deletion-curve areas.
+DEL_MARGIN = 0.05
+#: The image sizes the window-cost facts of ch10_inside.py quote (``win_*_224``,
+#: ``win_ratio_896``); a test recomputes those facts from these sizes.
+WIN_IMAGE, WIN_IMAGE_BIG = 224, 896
+
 
 @facts(chapter=10, id="solutions")
 def solutions(rec):
@@ -32,3 +38,14 @@ def solutions(rec):
     rec.fact("sol_ex3_ratio", glob / win, "{:,.0f}")
     rec.fact("sol_ex3_gb", glob * 4 / 1e9, "{:.0f}")  # float32 weights of one head, in GB
     return {"dist": dist, "global": glob, "window": win}
+
+
+@facts(chapter=10, id="in-prose")
+def in_prose(rec):
+    """The margin by which two deletion-curve areas must differ for ``deletion`` in
+    ``ch10_inside.py`` to call one lower (``del_rollout_vs_raw``); a test checks that the
+    verdict in ``figures/facts.json`` obeys it; the two image sizes the window-cost prose quotes."""
+    rec.fact("del_margin", DEL_MARGIN, "{:g}")
+    rec.fact("win_image", WIN_IMAGE)
+    rec.fact("win_image_big", WIN_IMAGE_BIG)
+    return {"margin": DEL_MARGIN}
