@@ -40,10 +40,10 @@ const f3 = (x) => x.toFixed(3);
  * The view: a picker of the test images, layer / head / mean / rollout and CLS-row switches,
  * the image cut into patches (hover, tap or arrow keys pick a patch) and the attention row of
  * that patch (or of the class token) as a map with its colour bar. With grid: true every
- * layer's and head's map is drawn at once (Chapter 6). The words go to ctx's live region;
- * with place: true that region is moved under the canvas, where it reads as the caption.
+ * layer's and head's map is drawn at once (Chapter 6). The words are written under the
+ * canvas and, for screen readers, to ctx's live region.
  */
-export function mountView(parent, data, ctx, { grid = false, place = false } = {}) {
+export function mountView(parent, data, ctx, { grid = false } = {}) {
   const m = data.meta;
   const rows = attentionRows(data);
   const { n, L, H, T } = rows;
@@ -88,10 +88,10 @@ export function mountView(parent, data, ctx, { grid = false, place = false } = {
   const clsBtn = h("button", { type: "button", "aria-pressed": "false", class: "vb2-attx-cls" }, "class token's row");
   const tools = grid ? h("div", { class: "vb2-toolbar" }, clsBtn) : h("div", { class: "vb2-toolbar" }, layerSel, headSel, rollBtn, clsBtn);
   const cv = h("canvas", { tabindex: "0", role: "application", class: "vb2-attx-canvas", "aria-label": "the test image cut into patches and the attention map: move the pointer, tap, or use the arrow keys to pick a patch; Enter switches to the class token's row" });
-  const ui = h("div", { class: grid ? "vb2-ui vb2-attx vb2-attx-grid" : "vb2-ui vb2-attx" }, picker, title, tools, cv);
+  // the words again, on screen (the live region that speaks them is visually hidden)
+  const readout = h("p", { class: "vb2-attx-readout", "aria-hidden": "true" });
+  const ui = h("div", { class: grid ? "vb2-ui vb2-attx vb2-attx-grid" : "vb2-ui vb2-attx" }, picker, title, tools, cv, readout);
   parent.prepend(ui);
-  const home = ctx.live.parentNode;
-  if (place) ui.append(ctx.live);
 
   const query = () => (state.cls ? 0 : 1 + state.cursor);
   const modeOf = () => state.mode;
@@ -125,6 +125,8 @@ export function mountView(parent, data, ctx, { grid = false, place = false } = {
     g.textAlign = "center";
     g.fillText(label, x + w / 2, y + 10);
   }
+  // each map's colours run from zero to its largest weight over the patches: a row that is
+  // nearly uniform looks nearly uniform (the weights come in steps of 1 / meta.levels)
   const rangeOf = (row) => {
     let hi = 0;
     for (let j = 1; j < T; j++) hi = Math.max(hi, row[j]);
@@ -250,6 +252,7 @@ export function mountView(parent, data, ctx, { grid = false, place = false } = {
     const text = grid
       ? `${words}Image ${state.img + 1}: ${who.toLowerCase()}'s row in ${mapName}; the weight on patch (${r + 1}, ${col + 1}), heads 1 to ${H}: ${Array.from({ length: L }, (_, l) => `layer ${l + 1}: ${Array.from({ length: H }, (_, hd) => f3(rows.row(state.img, l, "head", hd, query())[1 + state.cursor])).join(", ")}`).join("; ")}.`
       : `${words}Image ${state.img + 1}, ${mapName}: ${who}'s row puts ${f3(row[0])} on the class token and at most ${f3(row[best])} on patch (${Math.floor(b / gw) + 1}, ${(b % gw) + 1})${state.cls ? `, ${f3(row[1 + state.cursor])} on patch (${r + 1}, ${col + 1})` : ""}. Colour bar ${f3(lo)} to ${f3(hi)}.`;
+    readout.textContent = text;
     ctx.say(text);
   }
   function update(words) {
@@ -327,11 +330,10 @@ export function mountView(parent, data, ctx, { grid = false, place = false } = {
   update();
   return () => {
     ro.disconnect();
-    if (place && home) home.append(ctx.live);
     ui.remove();
   };
 }
 
 export function mount(root, data, ctx) {
-  return mountView(root, data, ctx, { place: true });
+  return mountView(root, data, ctx);
 }
