@@ -106,7 +106,7 @@ def _(d, v):
         ax.set_yticks([])
         if j == 0:
             ax.set_ylabel("CLS\nrollout", fontsize=8)
-    cax = fig.add_subplot(grid[1:, cols])
+    cax = fig.add_subplot(grid[:, cols])
     cb = fig.colorbar(im, cax=cax, label="rollout weight on the patch")
     cb.outline.set_visible(False)
     return fig
