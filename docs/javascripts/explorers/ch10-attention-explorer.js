@@ -119,7 +119,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     g.fillStyle = c.fg;
     g.textBaseline = "top";
     g.textAlign = "left";
-    g.fillText(f3(lo), x, y + 10);
+    g.fillText(lo === 0 && !label ? "0" : f3(lo), x, y + 10); // small maps: room for the top
     g.textAlign = "right";
     g.fillText(f3(hi), x + w, y + 10);
     g.textAlign = "center";
