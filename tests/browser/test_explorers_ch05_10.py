@@ -766,9 +766,23 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
     gh, gw = m["grid"]
     L, H = m["depth"], m["heads"]
 
-    def per_layer(text: str) -> list[list[float]]:
+    def per_layer(text: str) -> np.ndarray:
+        """(L, H, 2): weight on the patch and attention distance, as the words give them."""
         tail = text.split(f"heads 1 to {H}: ", 1)[1].rstrip(".")
-        return [[float(v) for v in part.split(": ", 1)[1].split(", ")] for part in tail.split("; ")]
+        return np.array([[[float(x) for x in v.removesuffix(" px").split()]
+                          for v in part.split(": ", 1)[1].split(", ")]
+                         for part in tail.split("; ")])  # fmt: skip
+
+    def distances(q: int) -> np.ndarray:
+        """(L, H): vitbook.analysis.mean_attention_distance of query q's rows as sent (every
+        other query a zero row, which the function counts as zero: scaled back by N)."""
+        from vitbook.analysis import mean_attention_distance
+
+        sent = data.arrays["attn"][0].astype(np.float64) / m["levels"]  # (L, H, T, T)
+        only = np.zeros_like(sent)
+        only[:, :, q] = sent[:, :, q]
+        return np.stack([mean_attention_distance(torch.from_numpy(a), m["grid"], m["patch"]).numpy()
+                         for a in only]) * (gh * gw)  # fmt: skip
 
     for viewport in ({"width": 1280, "height": 900}, {"width": 390, "height": 844}):
         extra = {"has_touch": True, "is_mobile": True} if viewport["width"] == 390 else {}
@@ -797,8 +811,21 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
             q = 1 + r * gw + c
             assert s["q"] == q
             got = per_layer(say(root))
-            want = [[sent_row(data, 0, ly, "head", hd, q)[q] for hd in range(H)] for ly in range(L)]
-            np.testing.assert_allclose(got, want, atol=5e-4 + 1e-9)
+            rows = [[sent_row(data, 0, ly, "head", hd, q) for hd in range(H)] for ly in range(L)]
+            np.testing.assert_allclose(got[..., 0], [[r[q] for r in lr] for lr in rows], atol=5e-4)
+            np.testing.assert_allclose(got[..., 1], distances(q), atol=0.05 + 1e-9)
+            height = root.bounding_box()["height"]
+            for r2, c2 in ((0, 0), (gh - 1, 2)):  # another patch: new numbers, nothing moves
+                spot = {"x": (c2 + 0.5) * img / gw, "y": (r2 + 0.5) * img / gh}
+                if extra:
+                    cv.tap(position=spot)
+                else:
+                    page.mouse.move(box["x"] + spot["x"], box["y"] + spot["y"])
+                assert shown(view)["q"] == 1 + r2 * gw + c2
+                assert root.bounding_box()["height"] == height
+            page.mouse.move(box["x"] + (c + 0.5) * img / gw, box["y"] + (r + 0.5) * img / gh)
+            if extra:
+                cv.tap(position={"x": (c + 0.5) * img / gw, "y": (r + 0.5) * img / gh})
             if not extra:
                 before = cv.screenshot()
                 cv.focus()

@@ -36,6 +36,20 @@ export function attentionRows(data) {
 
 const f3 = (x) => x.toFixed(3);
 
+/** Attention distance in pixels of patch query i's row (T = 1 + gh * gw weights): the weights
+ *  over the patches renormalised to one, times the distance between patch centres, summed
+ *  (vitbook.analysis.mean_attention_distance for one query; the class token has no place). */
+export function attentionDistance(row, i, [gh, gw], patch) {
+  const [ri, ci] = [Math.floor(i / gw), i % gw];
+  let s = 0;
+  let z = 0;
+  for (let j = 0; j < gh * gw; j++) {
+    z += row[1 + j];
+    s += row[1 + j] * patch * Math.hypot(ri - Math.floor(j / gw), ci - (j % gw));
+  }
+  return s / z;
+}
+
 /**
  * The view: a picker of the test images, layer / head / mean / rollout and CLS-row switches,
  * the image cut into patches (hover, tap or arrow keys pick a patch) and the attention row of
@@ -217,7 +231,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
             g.fillText(`head ${hd + 1}`, x0 + side / 2, y0 - 2);
           }
           drawMap(g, row, x0, y0, side, lo, hi, c);
-          drawBar(g, x0, y0 + side + 3, side, lo, hi, c, "");
+          drawBar(g, x0, y0 + side + 3, side, lo, hi, c, side >= 110 && !state.cls ? `${attentionDistance(row, state.cursor, m.grid, m.patch).toFixed(1)} px` : "");
           layout.push([x0, y0, side]);
         }
         g.fillStyle = c.fg;
@@ -250,7 +264,10 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     const who = state.cls ? "The class token" : `Patch (${r + 1}, ${col + 1})`;
     const mapName = grid ? `every layer and head` : what(state.layer, modeOf(), state.head);
     const text = grid
-      ? `${words}Image ${state.img + 1}: ${who.toLowerCase()}'s row in ${mapName}; the weight on patch (${r + 1}, ${col + 1}), heads 1 to ${H}: ${Array.from({ length: L }, (_, l) => `layer ${l + 1}: ${Array.from({ length: H }, (_, hd) => f3(rows.row(state.img, l, "head", hd, query())[1 + state.cursor])).join(", ")}`).join("; ")}.`
+      ? `${words}Image ${state.img + 1}: ${who.toLowerCase()}'s row in ${mapName}; the weight on patch (${r + 1}, ${col + 1})${state.cls ? "" : " and the attention distance"}, heads 1 to ${H}: ${Array.from({ length: L }, (_, l) => `layer ${l + 1}: ${Array.from({ length: H }, (_, hd) => {
+          const rw = rows.row(state.img, l, "head", hd, query());
+          return state.cls ? f3(rw[1 + state.cursor]) : `${f3(rw[1 + state.cursor])} ${attentionDistance(rw, state.cursor, m.grid, m.patch).toFixed(1)} px`;
+        }).join(", ")}`).join("; ")}.`
       : `${words}Image ${state.img + 1}, ${mapName}: ${who}'s row puts ${f3(row[0])} on the class token and at most ${f3(row[best])} on patch (${Math.floor(b / gw) + 1}, ${(b % gw) + 1})${state.cls ? `, ${f3(row[1 + state.cursor])} on patch (${r + 1}, ${col + 1})` : ""}. Colour bar ${f3(lo)} to ${f3(hi)}.`;
     readout.textContent = text;
     ctx.say(text);
