@@ -24,7 +24,7 @@ CASES = [
     ("07-encoder-block/", "ch07/gelu-relu", "canvas", "move"),
     ("08-whole-model/", "ch08/cost-calculator", 'input[data-field="image_size"]', "type"),
     ("09-training/", "ch09/draw-a-digit", "canvas.vb2-board", "move"),
-    ("10-inside-a-trained-vit/", "ch10/attention-explorer", "canvas", "move"),
+    ("10-inside-a-trained-vit/", "ch10/attention-explorer", "canvas.vb2-attx-canvas", "move"),
 ]
 
 

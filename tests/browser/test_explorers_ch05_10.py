@@ -8,6 +8,7 @@ and asserts at the end that there were no errors and no request left the local s
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import re
@@ -507,3 +508,332 @@ def test_the_pages_vit_forward_equals_torch_on_a_perturbed_tinyvit8(browser, bas
     np.testing.assert_allclose(got["roll"], roll, atol=1e-6)
     gelu = torch.nn.functional.gelu(torch.tensor(xs, dtype=torch.float64)).numpy()
     np.testing.assert_allclose(got["gelu"], gelu, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- ch07 GELU / ReLU
+
+CH07 = "07-encoder-block/"
+
+
+def torch_gelu_relu(x: float) -> dict[str, float]:
+    """GELU (exact erf), ReLU and both slopes at x, by torch and autograd, in float64."""
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    g = torch.nn.functional.gelu(t)
+    (dg,) = torch.autograd.grad(g, t)
+    t2 = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    r = torch.relu(t2)
+    (dr,) = torch.autograd.grad(r, t2)
+    return {"x": x, "gelu": g.item(), "relu": r.item(), "dgelu": dg.item(), "drelu": dr.item()}
+
+
+def gelu_minimum() -> float:
+    """Where GELU's slope Φ(x) + x φ(x) crosses zero, by bisection on [-2, 0] in float64."""
+    lo, hi = -2.0, 0.0
+
+    def slope(x: float) -> float:
+        return torch_gelu_relu(x)["dgelu"]
+
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if slope(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+GELU_TEXT = re.compile(
+    r"x = (?P<x>\S+): GELU (?P<gelu>\S+), ReLU (?P<relu>\S+); "
+    r"slopes GELU′ (?P<dgelu>\S+), ReLU′ (?P<drelu>[^\s(]+)"
+)
+
+
+def read_gelu(root) -> dict[str, float]:
+    m = GELU_TEXT.search(say(root))
+    assert m, say(root)
+    return {k: float(v.replace("−", "-")) for k, v in m.groupdict().items()}
+
+
+def assert_gelu_equals_torch(shown: dict[str, float]) -> None:
+    """Every printed number (4 decimals) is torch's at the printed x, to the printed precision
+    (the x printed is itself rounded: the slope of each curve bounds what that moves)."""
+    want = torch_gelu_relu(shown["x"])
+    dx = 5e-5  # the printed x is within half a unit of its last digit of the grid's x
+    for k, slope in (("gelu", 1.13), ("relu", 1.0), ("dgelu", 0.5), ("drelu", 0.0)):
+        assert abs(shown[k] - want[k]) <= 5e-5 + slope * dx + 1e-7, (k, shown, want)
+
+
+def test_gelu_relu_hover_keys_and_tap_read_torchs_values(browser, base_url):
+    with opened(browser, base_url, CH07) as page:
+        root = live(page, "ch07/gelu-relu")
+        cv = root.locator("canvas")
+        before = cv.screenshot()
+        box = cv.bounding_box()
+        xs = []
+        for share in (0.15, 0.3, 0.45):  # left panel (values), left to right
+            page.mouse.move(box["x"] + box["width"] * share, box["y"] + box["height"] * 0.5)
+            shown = read_gelu(root)
+            assert_gelu_equals_torch(shown)
+            xs.append(shown["x"])
+        assert xs == sorted(xs) and len(set(xs)) == 3
+        assert cv.screenshot() != before
+        # Enter jumps to GELU's minimum, a computed fact: bisection on torch's slope here
+        cv.focus()
+        page.keyboard.press("Enter")
+        text = say(root)
+        assert "GELU's minimum" in text
+        xmin = gelu_minimum()
+        ymin = torch_gelu_relu(xmin)["gelu"]
+        assert f"x = {xmin:.4f}, GELU = {ymin:.4f})" in text, (text, xmin, ymin)
+        at_min = read_gelu(root)
+        assert_gelu_equals_torch(at_min)
+        page.keyboard.press("ArrowRight")
+        right = read_gelu(root)
+        assert right["x"] > at_min["x"] and "minimum" not in say(root)
+        assert_gelu_equals_torch(right)
+        page.keyboard.press("End")
+        end = read_gelu(root)
+        assert end["drelu"] == 1.0 and end["relu"] == end["x"]
+        light = cv.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert cv.screenshot() != light
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, CH07, **phone) as page:
+        root = live(page, "ch07/gelu-relu")
+        assert_fits(page, root)
+        cv = root.locator("canvas")
+        box = cv.bounding_box()
+        cv.tap(position={"x": box["width"] * 0.2, "y": box["height"] * 0.25})
+        assert_gelu_equals_torch(read_gelu(root))
+
+
+# ---------------------------------------------------------------------------- ch10 attention
+
+CH10 = "10-inside-a-trained-vit/"
+ATTX = "ch10/attention-explorer"
+
+
+@pytest.fixture(scope="module")
+def attx():
+    """The explorer's data file and the float attention it was made from."""
+    from vitbook.figures.ch10_explore import explorer_attention
+
+    data = decode((ROOT / "figures/ch10/attention-explorer.explorer.bin").read_bytes())
+    return data, explorer_attention()
+
+
+def sent_row(data, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
+    """The row the page must show, from the uint8 steps of the data file."""
+    step = 1 / data.meta["levels"]
+    if mode == "rollout":
+        return data.arrays["rollout"][img, layer, q].astype(np.float64) * step
+    a = data.arrays["attn"][img, layer].astype(np.float64) * step
+    return a[:, q].mean(0) if mode == "mean" else a[head, q]
+
+
+def model_row(exact, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
+    if mode == "rollout":
+        return exact["rollout"][img, layer, q]
+    a = exact["attn"][img, layer]
+    return a[:, q].mean(0) if mode == "mean" else a[head, q]
+
+
+def shown(view) -> dict:
+    d = view.evaluate("e => ({...e.dataset})")
+    ints = {k: int(d[v]) for k, v in (("img", "image"), ("layer", "layer"), ("head", "head"))}
+    return ints | {"mode": d["mode"], "q": int(d["query"]), "row": np.array(json.loads(d["row"]))}
+
+
+def assert_row_is_the_models(view, data, exact) -> dict:
+    s = shown(view)
+    key = (s["img"], s["layer"], s["mode"], s["head"], s["q"])
+    np.testing.assert_allclose(s["row"], sent_row(data, *key), atol=1e-12)
+    assert np.abs(s["row"] - model_row(exact, *key)).max() < 1 / data.meta["levels"]
+    assert abs(s["row"].sum() - 1) < 1e-9
+    return s
+
+
+def assert_words_match(root, s, data) -> None:
+    """The live words give the class token's weight, the largest patch weight and the colour
+    bar's range of the row shown, to the printed 3 decimals."""
+    row = s["row"]
+    text = say(root)
+    assert f"Image {s['img'] + 1}" in text
+    assert f"puts {row[0]:.3f} on the class token" in text, text
+    assert f"at most {row[1:].max():.3f} on patch" in text, text
+    assert f"Colour bar 0.000 to {row[1:].max():.3f}." in text, text
+
+
+def test_attention_explorer_by_mouse_picker_switches_and_keys(browser, base_url, attx):
+    data, exact = attx
+    m = data.meta
+    gh, gw = m["grid"]
+    L = m["depth"]
+    with opened(browser, base_url, CH10) as page:
+        root = live(page, ATTX)
+        view = root.locator(".vb2-attx")
+        cv = root.locator("canvas.vb2-attx-canvas")
+        # the static figure gives way; the first view is image 1's mean over heads, last layer
+        assert not root.locator(".vb-figure img").first.is_visible()
+        s = assert_row_is_the_models(view, data, exact)
+        assert (s["img"], s["layer"], s["mode"]) == (0, L - 1, "mean")
+        box = cv.bounding_box()
+        side = (box["width"] - 12) / 2  # the image, a 12 px gap, the map
+        height = root.bounding_box()["height"]
+        before, words = cv.screenshot(), say(root)
+        for r, c in ((0, 0), (2, 5), (gh - 1, gw - 1), (5, 1)):
+            page.mouse.move(box["x"] + (c + 0.5) * side / gw, box["y"] + 18 + (r + 0.5) * side / gh)
+            s = assert_row_is_the_models(view, data, exact)
+            assert s["q"] == 1 + r * gw + c
+            assert_words_match(root, s, data)
+            assert root.bounding_box()["height"] == height  # nothing moves while hovering
+        assert cv.screenshot() != before and say(root) != words
+        # hovering the map picks the same patch as hovering the image
+        page.mouse.move(box["x"] + side + 12 + 2.5 * side / gw, box["y"] + 18 + 0.5 * side / gh)
+        assert shown(view)["q"] == 1 + 2
+        # the picker: label and prediction of each image are the model's
+        for k in (5, 11):
+            root.locator(f'button[data-image="{k}"]').click()
+            s = assert_row_is_the_models(view, data, exact)
+            assert s["img"] == k
+            label, pred = m["classes"][m["labels"][k]], m["classes"][m["preds"][k]]
+            title = root.locator(".vb2-attx-title").inner_text()
+            assert f"labelled {label}, the model says {pred}" in title
+            assert root.locator(f'button[data-image="{k}"]').get_attribute("aria-pressed") == "true"
+            assert root.bounding_box()["height"] == height
+        # layer and head, then rollout, then the class token's row
+        root.get_by_label("layer").select_option("0")
+        root.get_by_label("head").select_option("2")
+        s = assert_row_is_the_models(view, data, exact)
+        assert (s["layer"], s["mode"], s["head"]) == (0, "head", 2)
+        assert "layer 1, head 3" in say(root)
+        root.locator("button.vb2-attx-rollout").click()
+        s = assert_row_is_the_models(view, data, exact)
+        assert s["mode"] == "rollout" and "rollout through layer 1" in say(root)
+        root.get_by_label("layer").select_option(str(L - 1))
+        s = assert_row_is_the_models(view, data, exact)
+        assert_words_match(root, s, data)
+        root.locator("button.vb2-attx-cls").click()
+        s = assert_row_is_the_models(view, data, exact)
+        assert s["q"] == 0 and "The class token's row" in say(root)
+        # the class token's rollout row is the static figure's map of this image
+        np.testing.assert_allclose(
+            s["row"][1:], exact["rollout"][s["img"], L - 1, 0, 1:], atol=1 / m["levels"]
+        )
+        # keys: Enter leaves the class token's row, arrows move the patch
+        cv.focus()
+        page.keyboard.press("Enter")
+        q = shown(view)["q"]
+        assert q > 0
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowDown")
+        s = assert_row_is_the_models(view, data, exact)
+        r0, c0 = divmod(q - 1, gw)
+        assert s["q"] == 1 + min(r0 + 1, gh - 1) * gw + min(c0 + 1, gw - 1)
+        assert_words_match(root, s, data)
+        light = cv.screenshot()
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        page.wait_for_timeout(100)
+        assert cv.screenshot() != light
+
+
+def test_attention_explorer_by_tap_at_phone_width(browser, base_url, attx):
+    data, exact = attx
+    gh, gw = data.meta["grid"]
+    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+    with opened(browser, base_url, CH10, **phone) as page:
+        root = live(page, ATTX)
+        assert_fits(page, root)
+        view = root.locator(".vb2-attx")
+        cv = root.locator("canvas.vb2-attx-canvas")
+        box = cv.bounding_box()
+        side = (box["width"] - 12) / 2
+        height = root.bounding_box()["height"]
+        before = cv.screenshot()
+        for r, c in ((1, 6), (7, 0)):
+            cv.tap(position={"x": (c + 0.5) * side / gw, "y": 18 + (r + 0.5) * side / gh})
+            s = assert_row_is_the_models(view, data, exact)
+            assert s["q"] == 1 + r * gw + c
+            assert_words_match(root, s, data)
+            assert root.bounding_box()["height"] == height
+        assert cv.screenshot() != before
+        root.locator('button[data-image="3"]').tap()
+        assert shown(view)["img"] == 3
+        assert_fits(page, root)
+
+
+def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browser, base_url, attx):
+    data, exact = attx
+    m = data.meta
+    gh, gw = m["grid"]
+    L, H = m["depth"], m["heads"]
+
+    def per_layer(text: str) -> np.ndarray:
+        """(L, H, 2): weight on the patch and attention distance, as the words give them."""
+        tail = text.split(f"heads 1 to {H}: ", 1)[1].rstrip(".")
+        return np.array([[[float(x) for x in v.removesuffix(" px").split()]
+                          for v in part.split(": ", 1)[1].split(", ")]
+                         for part in tail.split("; ")])  # fmt: skip
+
+    def distances(q: int) -> np.ndarray:
+        """(L, H): vitbook.analysis.mean_attention_distance of query q's rows as sent (every
+        other query a zero row, which the function counts as zero: scaled back by N)."""
+        from vitbook.analysis import mean_attention_distance
+
+        sent = data.arrays["attn"][0].astype(np.float64) / m["levels"]  # (L, H, T, T)
+        only = np.zeros_like(sent)
+        only[:, :, q] = sent[:, :, q]
+        return np.stack([mean_attention_distance(torch.from_numpy(a), m["grid"], m["patch"]).numpy()
+                         for a in only]) * (gh * gw)  # fmt: skip
+
+    for viewport in ({"width": 1280, "height": 900}, {"width": 390, "height": 844}):
+        extra = {"has_touch": True, "is_mobile": True} if viewport["width"] == 390 else {}
+        with opened(browser, base_url, "06-multi-head-attention/", viewport=viewport,
+                    **extra) as page:  # fmt: skip
+            root = live(page, "ch06/heads")
+            tab = root.get_by_role("tab", name="trained model (Chapters 9, 10)")
+            if extra:
+                tab.tap()
+            else:
+                tab.click()
+            page.wait_for_selector(".vb2-attx-grid canvas.vb2-attx-canvas", timeout=15000)
+            assert tab.get_attribute("aria-selected") == "true"
+            assert not root.locator(".vb2-heads").is_visible()
+            assert_fits(page, root)
+            view = root.locator(".vb2-attx")
+            cv = root.locator("canvas.vb2-attx-canvas")
+            box = cv.bounding_box()
+            img = min(2 * min(math.floor((box["width"] - 52 - 6 * (H - 1)) / H), 150), 200)
+            r, c = 3, 6
+            if extra:
+                cv.tap(position={"x": (c + 0.5) * img / gw, "y": (r + 0.5) * img / gh})
+            else:
+                page.mouse.move(box["x"] + (c + 0.5) * img / gw, box["y"] + (r + 0.5) * img / gh)
+            s = assert_row_is_the_models(view, data, exact)
+            q = 1 + r * gw + c
+            assert s["q"] == q
+            got = per_layer(say(root))
+            rows = [[sent_row(data, 0, ly, "head", hd, q) for hd in range(H)] for ly in range(L)]
+            np.testing.assert_allclose(got[..., 0], [[r[q] for r in lr] for lr in rows], atol=5e-4)
+            np.testing.assert_allclose(got[..., 1], distances(q), atol=0.05 + 1e-9)
+            height = root.bounding_box()["height"]
+            for r2, c2 in ((0, 0), (gh - 1, 2)):  # another patch: new numbers, nothing moves
+                spot = {"x": (c2 + 0.5) * img / gw, "y": (r2 + 0.5) * img / gh}
+                if extra:
+                    cv.tap(position=spot)
+                else:
+                    page.mouse.move(box["x"] + spot["x"], box["y"] + spot["y"])
+                assert shown(view)["q"] == 1 + r2 * gw + c2
+                assert root.bounding_box()["height"] == height
+            page.mouse.move(box["x"] + (c + 0.5) * img / gw, box["y"] + (r + 0.5) * img / gh)
+            if extra:
+                cv.tap(position={"x": (c + 0.5) * img / gw, "y": (r + 0.5) * img / gh})
+            if not extra:
+                before = cv.screenshot()
+                cv.focus()
+                page.keyboard.press("ArrowLeft")
+                assert shown(view)["q"] == q - 1
+                page.keyboard.press("Enter")
+                assert shown(view)["q"] == 0 and "the class token's row" in say(root)
+                assert cv.screenshot() != before
+                root.get_by_role("tab", name="four hand-set heads").click()
+                assert root.locator(".vb2-heads").is_visible()
+                assert "Query patch" in say(root)

@@ -2,7 +2,10 @@
 // the qkv weights of hand_set_heads; for the patch under the pointer (or the keyboard cursor)
 // it computes each head's attention row, softmax((q_i / sqrt(Dh)) . k_j), and the row's
 // attention distance in pixels (mean_attention_distance for one query).
+// A second tab shows the trained model of Chapters 9 and 10: Chapter 10's attention-explorer
+// view and data (ch10-attention-explorer.js), every layer's and head's map at once.
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
+import { loadExplorerData } from "./core.js";
 
 /** Each head's attention row for query patch i: Float64Array(heads * N). */
 export function rows(data, i) {
@@ -66,8 +69,40 @@ export function mount(root, data, ctx) {
   let query = meta.query;
   let current = rows(data, query);
   const cv = h("canvas", { tabindex: "0", role: "application", "aria-label": "the face cut into 14 by 14 patches with each head's attention map: move the pointer, tap, or use the arrow keys to pick the query patch" });
-  const ui = h("div", { class: "vb2-ui vb2-heads" }, cv);
-  root.prepend(ui);
+  const ui = h("div", { class: "vb2-ui vb2-heads", role: "tabpanel", id: "vb2-heads-hand" }, cv);
+  const trained = h("div", { role: "tabpanel", id: "vb2-heads-trained", hidden: true });
+  const tabs = [
+    h("button", { type: "button", role: "tab", "aria-selected": "true", "aria-controls": ui.id }, "four hand-set heads"),
+    h("button", { type: "button", role: "tab", "aria-selected": "false", "aria-controls": trained.id, tabindex: "-1" }, "trained model (Chapters 9, 10)"),
+  ];
+  const tablist = h("div", { class: "vb2-ui vb2-toolbar vb2-tabs", role: "tablist", "aria-label": "which heads" }, ...tabs);
+  root.prepend(tablist, ui, trained);
+  let undoTrained = null;
+  async function show(k) {
+    for (const [i, t] of tabs.entries()) {
+      t.setAttribute("aria-selected", String(i === k));
+      t.tabIndex = i === k ? 0 : -1;
+    }
+    ui.hidden = k !== 0;
+    trained.hidden = k !== 1;
+    if (k === 0) pick(query);
+    else if (!undoTrained) {
+      // the data of Chapter 10's explorer, beside this one's in the built site
+      const src = root.dataset.src.replace(/ch06\/heads\.explorer\.bin$/, "ch10/attention-explorer.explorer.bin");
+      const [mod, d10] = await Promise.all([import("./ch10-attention-explorer.js"), loadExplorerData(src)]);
+      undoTrained = mod.mountView(trained, d10, ctx, { grid: true });
+    } else trained.dispatchEvent(new Event("vb2-show"));
+  }
+  for (const [i, t] of tabs.entries()) {
+    ctx.listen(t, "click", () => show(i));
+    ctx.listen(t, "keydown", (ev) => {
+      if (ev.key !== "ArrowRight" && ev.key !== "ArrowLeft") return;
+      const k = (i + 1) % tabs.length;
+      tabs[k].focus();
+      show(k);
+      ev.preventDefault();
+    });
+  }
   let layout = null;
 
   const paint = timed("ch06", () => {
@@ -164,6 +199,9 @@ export function mount(root, data, ctx) {
   paint();
   return () => {
     ro.disconnect();
+    if (undoTrained) undoTrained();
+    tablist.remove();
+    trained.remove();
     ui.remove();
   };
 }

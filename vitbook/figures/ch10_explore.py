@@ -1,0 +1,140 @@
+"""Chapter 10 explorer: every attention row of the small ViT pre-trained in Chapter 9
+(``vitbook.runs.pretrained_shapes_vit``) on twelve test images of the six shapes.
+
+The page receives, for each image, every layer's and head's attention matrix and the attention
+rollout through each layer (``vitbook.analysis.attention_rollout`` over the first l layers),
+all quantised to uint8 in steps of ``1 / LEVELS`` (``quantise``: an entry is off by less than
+one step, every row sums to exactly one), plus the images, their labels and the model's
+predictions. The mean over heads is taken in the page from the quantised rows. Chapter 6's
+``heads`` explorer shows the same data in its second tab."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import torch
+
+from vitbook import plot, runs
+from vitbook.analysis import attention_rollout
+from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
+from vitbook.engine import figure
+from vitbook.explore import explorer_data, image_u8
+
+#: Test images sent to the page: the first of the pre-training test split.
+N_IMAGES = 12
+#: Quantisation: an attention weight w in [0, 1] is sent as about w * LEVELS, a uint8.
+LEVELS = 255
+
+
+def quantise(w: np.ndarray) -> np.ndarray:
+    """Rows of weights that sum to one as uint8 steps of 1 / LEVELS that sum to LEVELS.
+
+    Largest-remainder rounding: each weight is rounded down, then the steps left over go to the
+    weights with the largest remainders. Every entry is off by less than one step, and every
+    row of the page still sums to exactly one (rounding to nearest would be off by at most half
+    a step, but its rows drift from one by up to a few percent).
+    """
+    scaled = np.asarray(w, dtype=np.float64) * LEVELS
+    q = np.floor(scaled)
+    frac = scaled - q
+    left = LEVELS - q.sum(-1, keepdims=True)  # steps still to hand out in each row
+    rank = np.argsort(np.argsort(-frac, axis=-1, kind="stable"), axis=-1, kind="stable")
+    q += rank < np.round(left)
+    return np.clip(q, 0, LEVELS).astype(np.uint8)
+
+
+@torch.no_grad()
+def explorer_attention() -> dict:
+    """Images, labels, predictions, attention (n, L, H, T, T) and rollout through each layer
+    (n, L, T, T), in float64, of the cached pre-trained model on the first test images."""
+    run = runs.pretrained_shapes_vit()
+    model = run["model"].eval()
+    s = make_shapes(N_IMAGES, classes=PRETRAIN_CLASSES, seed=runs.PRETRAIN_TEST_SEED)
+    x, y = s.tensors()
+    out = model.forward_intermediates(x, attn=True)
+    attns = [a.double() for a in out["attn"]]  # per layer (n, H, T, T)
+    roll = [attention_rollout(attns[: l + 1]) for l in range(len(attns))]  # (n, T, T) each
+    probs = out["logits"].double().softmax(-1)
+    return {
+        "cfg": model.cfg,
+        "images": s.images.transpose(0, 2, 3, 1),  # (n, H, W, 3) in [0, 1]
+        "boxes": s.boxes,
+        "labels": y.numpy(),
+        "preds": probs.argmax(-1).numpy(),
+        "probs": probs.numpy(),
+        "attn": torch.stack(attns, 1).numpy(),  # (n, L, H, T, T)
+        "rollout": torch.stack(roll, 1).numpy(),  # (n, L, T, T)
+    }
+
+
+@figure(chapter=10, id="attention-explorer", size=(7.2, 5.0), trained=True)
+def attention_explorer(rec):
+    """The twelve test images with label and prediction, and each one's class-token rollout
+    through all layers (what the explorer shows first is one of these maps)."""
+    d = explorer_attention()
+    correct = int((d["preds"] == d["labels"]).sum())
+    rec.fact("explore_images", N_IMAGES)
+    rec.fact("explore_correct", correct, tol=2)
+    rec.fact("explore_levels", LEVELS)
+    rec.fact("explore_err", 1 / LEVELS, "{:.4f}")
+    return d
+
+
+@attention_explorer.draw
+def _(d, v):
+    c = plot.colors(v)
+    n = len(d["images"])
+    cols = n // 2
+    gh, gw = d["cfg"].grid
+    maps = d["rollout"][:, -1, 0, 1:].reshape(n, gh, gw)  # CLS row, patch keys
+    top = float(maps.max())
+    fig = plot.new_figure(v)
+    grid = fig.add_gridspec(4, cols + 1, width_ratios=[1] * cols + [0.12])
+    im = None
+    for k in range(n):
+        r, j = 2 * (k // cols), k % cols
+        ax = fig.add_subplot(grid[r, j])
+        plot.show_image(ax, d["images"][k])
+        label, pred = PRETRAIN_CLASSES[d["labels"][k]], PRETRAIN_CLASSES[d["preds"][k]]
+        ok = label == pred
+        ax.set_title(f"{k + 1}: {label}\n(model: {pred})", fontsize=7.5, loc="center",
+                     fontweight="normal", color=c["fg"] if ok else c["red"])  # fmt: skip
+        ax = fig.add_subplot(grid[r + 1, j])
+        im = ax.imshow(maps[k], cmap="viridis", vmin=0, vmax=top, interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if j == 0:
+            ax.set_ylabel("CLS\nrollout", fontsize=8)
+    cax = fig.add_subplot(grid[:, cols])
+    cb = fig.colorbar(im, cax=cax, label="rollout weight on the patch")
+    cb.outline.set_visible(False)
+    return fig
+
+
+@attention_explorer.export
+def _(d):
+    cfg = d["cfg"]
+    alpha = inspect.signature(attention_rollout).parameters["residual_alpha"].default
+    return explorer_data(
+        {
+            "classes": list(PRETRAIN_CLASSES),
+            "labels": [int(k) for k in d["labels"]],
+            "preds": [int(k) for k in d["preds"]],
+            "confidence": [float(p[k]) for p, k in zip(d["probs"], d["preds"], strict=True)],
+            "grid": list(cfg.grid),
+            "patch": cfg.patch_size,
+            "depth": cfg.depth,
+            "heads": cfg.heads,
+            "levels": LEVELS,
+            "rollout_alpha": alpha,
+        },
+        {
+            "images": image_u8(d["images"]),
+            "attn": quantise(d["attn"]),
+            "rollout": quantise(d["rollout"]),
+        },
+    )
+
+
+__all__ = ["attention_explorer", "explorer_attention", "quantise"]
