@@ -14,7 +14,7 @@ from vitbook.analysis import (
     rollout_cls_map,
 )
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
-from vitbook.engine import facts, figure
+from vitbook.engine import figure
 from vitbook.experiments import stats
 from vitbook.model import VisionTransformer
 
@@ -486,27 +486,6 @@ def _(d, v):
     )
     a2.legend(fontsize=8, loc="upper right")
     return fig
-
-
-@facts(chapter=10, id="after-vit")
-def after_vit(rec):
-    """Sizes and ImageNet-1k top-1 accuracies reported by the papers (see REFERENCE-FACTS)."""
-    rows = {
-        "vitb": ("86M", "77.9"),  # ViT-B/16 trained on ImageNet-1k only (DeiT's table)
-        "deitb": ("86M", "81.8"),
-        "cvt13": ("20M", "81.6"),
-        "cvt21": ("32M", "82.5"),
-        "mvit_xxs": ("1.3M", "69.0"),
-        "mvit_xs": ("2.3M", "74.8"),
-        "mvit_s": ("5.6M", "78.4"),
-        "swin_t": ("28M", "81.3"),
-        "swin_s": ("50M", "83.2"),
-        "swin_b": ("88M", "83.5"),
-    }
-    for k, (params, top1) in rows.items():
-        rec.fact(f"{k}_params", params)
-        rec.fact(f"{k}_top1", top1)
-    return rows
 
 
 # --8<-- [start:window-cost]
