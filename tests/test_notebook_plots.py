@@ -24,7 +24,7 @@ def line(theme: str):
 def images(html: str) -> dict[str, tuple[str, np.ndarray]]:
     out = {}
     for theme, data, alt in re.findall(
-        r'<img class="vb-(\w+)" src="data:image/png;base64,([^"]+)" alt="([^"]*)"', html
+        r'<img class="vb-(\w+) vb-skip" src="data:image/png;base64,([^"]+)" alt="([^"]*)"', html
     ):
         png = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
         out[theme] = (alt, np.asarray(png))

@@ -58,7 +58,7 @@ def render(draw: Callable[[str], Any], alt: str) -> str:
             plt.close(fig)
         data = base64.b64encode(buf.getvalue()).decode("ascii")
         images.append(
-            f'<img class="vb-{theme}" src="data:image/png;base64,{data}" '
+            f'<img class="vb-{theme} vb-skip" src="data:image/png;base64,{data}" '
             f'alt="{html.escape(alt)}" style="width:{round(width * 100)}px">'
         )
     return f'<div class="vb-nb-plot">{_STYLE}{"".join(images)}</div>'
