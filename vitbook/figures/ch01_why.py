@@ -199,7 +199,6 @@ def _(data, v):
     return fig
 
 
-
 @figure(chapter=1, id="longrange-results", size=(7.2, 3.3), trained=True)
 def longrange_results(rec):
     """Accuracy of the ViT and the CNN over seeds: per epoch, by the distance between the

@@ -26,7 +26,6 @@ RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay
 RECIPE_LR = 1e-2  # the rate at which the recipes are compared
 
 
-
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
 
