@@ -30,6 +30,18 @@ CH05 = "05-self-attention/"
 CH08 = "08-whole-model/"
 
 
+#: A phone: 390 CSS pixels wide, touch.
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
+
+
+def assert_dark_theme_repaints(page, element) -> None:
+    """Switching the page to the dark theme changes the explorer's pixels."""
+    light = element.screenshot()
+    page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+    page.wait_for_timeout(100)
+    assert element.screenshot() != light
+
+
 @contextmanager
 def opened(browser, base_url: str, url: str, **context_args):
     """A page on ``url`` with its explorers mounted; fails on console errors or foreign
@@ -363,12 +375,8 @@ def test_heads_follow_the_pointer_and_keys_with_the_chapters_distances(browser, 
         np.testing.assert_allclose(said(root), distances(QUERY + 1), atol=0.06)
         page.keyboard.press("ArrowDown")
         assert root.get_attribute("data-query") == str(QUERY + 1 + GRID)
-        light = cv.screenshot()
-        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-        page.wait_for_timeout(100)
-        assert cv.screenshot() != light
-    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-    with opened(browser, base_url, "06-multi-head-attention/", **phone) as page:
+        assert_dark_theme_repaints(page, cv)
+    with opened(browser, base_url, "06-multi-head-attention/", **PHONE) as page:
         root = live(page, "ch06/heads")
         assert_fits(page, root)
         cv = root.locator("canvas")
@@ -439,12 +447,8 @@ def test_draw_a_digit_by_mouse_keys_and_tap(browser, base_url):
         assert root.get_attribute("data-logits") != logits
         root.get_by_role("button", name="clear").click()
         assert "Cleared." in say(root)
-        light = maps.screenshot()
-        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-        page.wait_for_timeout(100)
-        assert maps.screenshot() != light
-    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-    with opened(browser, base_url, CH09, **phone) as page:
+        assert_dark_theme_repaints(page, maps)
+    with opened(browser, base_url, CH09, **PHONE) as page:
         root = live(page, "ch09/draw-a-digit")
         assert_fits(page, root)
         board = root.locator("canvas.vb2-board")
@@ -591,12 +595,8 @@ def test_gelu_relu_hover_keys_and_tap_read_torchs_values(browser, base_url):
         page.keyboard.press("End")
         end = read_gelu(root)
         assert end["drelu"] == 1.0 and end["relu"] == end["x"]
-        light = cv.screenshot()
-        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-        page.wait_for_timeout(100)
-        assert cv.screenshot() != light
-    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-    with opened(browser, base_url, CH07, **phone) as page:
+        assert_dark_theme_repaints(page, cv)
+    with opened(browser, base_url, CH07, **PHONE) as page:
         root = live(page, "ch07/gelu-relu")
         assert_fits(page, root)
         cv = root.locator("canvas")
@@ -729,17 +729,13 @@ def test_attention_explorer_by_mouse_picker_switches_and_keys(browser, base_url,
         r0, c0 = divmod(q - 1, gw)
         assert s["q"] == 1 + min(r0 + 1, gh - 1) * gw + min(c0 + 1, gw - 1)
         assert_words_match(root, s, data)
-        light = cv.screenshot()
-        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-        page.wait_for_timeout(100)
-        assert cv.screenshot() != light
+        assert_dark_theme_repaints(page, cv)
 
 
 def test_attention_explorer_by_tap_at_phone_width(browser, base_url, attx):
     data, exact = attx
     gh, gw = data.meta["grid"]
-    phone = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True}
-    with opened(browser, base_url, CH10, **phone) as page:
+    with opened(browser, base_url, CH10, **PHONE) as page:
         root = live(page, ATTX)
         assert_fits(page, root)
         view = root.locator(".vb2-attx")
