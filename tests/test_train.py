@@ -40,6 +40,18 @@ def test_same_seed_same_run():
     assert c.train_loss != a.train_loss  # another shuffling order
 
 
+def test_fit_trains_when_called_under_no_grad():
+    # A cached run computed on a cache miss inside an analysis's no_grad block must still train.
+    train, test = _data(), _data(24, seed=1)
+    model = _model()
+    before = [p.detach().clone() for p in model.parameters()]
+    with torch.no_grad():
+        h = fit(model, train, test, epochs=1, batch_size=16, lr=1e-3, seed=0, progress=False)
+        assert not torch.is_grad_enabled()  # the caller's mode is left as it was
+    assert h.epochs == 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
 @pytest.mark.slow
 def test_loss_falls_and_history_is_complete():
     train, test = _data(), _data(24, seed=1)

@@ -141,6 +141,7 @@ def _progress(iterable, enabled: bool | None, desc: str):
 
 
 # --8<-- [start:fit]
+@torch.enable_grad()  # trains even when called under no_grad (say, by a cached run)
 def fit(
     model: nn.Module,
     train: Data,
