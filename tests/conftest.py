@@ -12,6 +12,13 @@ import pytest
 from vitbook.site import local
 
 
+def pytest_collection_modifyitems(config, items):
+    """The cold build runs first: it trains every run of the book once, in a scratch cache, and
+    shares them with this session's cache (``verify --share-runs``), so that the tests after it
+    that need a trained model do not train it a second time."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_book_build.py"))
+
+
 @pytest.fixture(scope="session")
 def browser():
     try:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from vitbook.engine import cache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,6 +35,8 @@ def test_cold_build_reproduces_the_committed_figures_and_facts(tmp_path: Path) -
             str(jobs),
             "--keep",
             str(tmp_path / "figures"),
+            "--share-runs",  # the later tests that need trained models find them cached
+            str(cache.cache_dir().resolve()),
         ],  # fmt: skip
         cwd=ROOT,
         env=dict(os.environ, VITBOOK_FIGURES=str(ROOT / "figures")),

@@ -502,3 +502,20 @@ def test_the_engine_imports_nothing_of_the_book() -> None:
                 if n.split(".")[0] == "vitbook" and not n.startswith("vitbook.engine")
             ]
     assert not outside, outside
+
+
+def test_share_runs_copies_only_what_the_destination_lacks(tmp_path: Path) -> None:
+    from vitbook.engine.cli import share_runs
+
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    (src / "runs").mkdir(parents=True)
+    (dest / "runs").mkdir(parents=True)
+    (src / "runs" / "a-1.pkl").write_bytes(b"new a")
+    (src / "runs" / "b-2.pkl").write_bytes(b"new b")
+    (src / "runs" / "b-2.lock").write_bytes(b"")  # locks are not runs
+    (dest / "runs" / "b-2.pkl").write_bytes(b"old b")
+    assert share_runs(src, dest) == 1
+    assert (dest / "runs" / "a-1.pkl").read_bytes() == b"new a"
+    assert (dest / "runs" / "b-2.pkl").read_bytes() == b"old b"  # never overwritten
+    assert sorted(p.name for p in (dest / "runs").iterdir()) == ["a-1.pkl", "b-2.pkl"]
+    assert share_runs(src, tmp_path / "empty") == 2  # a missing cache folder is created
