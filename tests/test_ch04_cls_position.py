@@ -90,4 +90,4 @@ def test_paper_position_ablation_facts():
     f = {k: v["value"] for k, v in rec.facts.items()}
     assert t["none"] == 0.61382 and t["1d"] == 0.64206  # the paper's Table 8
     # no positions costs points; the kind of position table hardly matters
-    assert f["t8_gain_1d_over_none"] > 0.02 and f["t8_spread_with_pos"] < 0.003
+    assert f["t8_gain_1d_over_none"] > 2 and f["t8_spread_with_pos"] < 0.3  # percentage points

@@ -150,21 +150,23 @@ def token_pairs_ratio(cfg: ViTConfig, new_size: int | tuple[int, int]) -> float:
 
 # --8<-- [start:activations]
 def activation_floats(cfg: ViTConfig) -> dict[str, int]:
-    """Numbers one block's forward pass produces for one image, which plain autograd keeps for
-    the backward pass (no fused kernels, no recomputation): a lower bound on training memory.
+    """Numbers one block's forward pass leaves for the backward pass, for one image: what
+    PyTorch's autograd saves on the model's explicit attention path (no fused kernels, no
+    recomputation). A test records the tensors autograd saves and checks this count.
 
-    Per token the block writes norm1 (D), qkv (3D), the heads' outputs (D), proj (D),
-    the first residual sum (D), norm2 (D), fc1 (M), GELU (M), fc2 (D) and the second sum (D):
-    10D + 2M numbers, a constant. The attention weights add heads x T per token (softmax
-    input and output: 2 heads x T), which grows with the sequence.
+    Per token autograd keeps the inputs of the two LayerNorms (D each) with their mean and
+    1/std (2 each), the inputs of qkv, proj and fc1 (D each), the whole qkv output (3D: the
+    keys and values are views of it), the scaled queries (D), and the inputs of GELU and fc2
+    (M each): 9D + 2M + 4 numbers, a constant. The softmax keeps only its output, the
+    attention weights: heads x T per token, which grows with the sequence.
 
     Returns:
-        dict with "per_token_fixed" (10D + 2M), "per_token_attn" (2 heads T), "per_token",
+        dict with "per_token_fixed" (9D + 2M + 4), "per_token_attn" (heads T), "per_token",
         "per_block" (T x per_token), "total" (depth x per_block), all in numbers (floats).
     """
     D, M, T, h = cfg.dim, cfg.mlp_dim, cfg.seq_len, cfg.heads
-    fixed = 10 * D + 2 * M
-    attn = 2 * h * T  # scores and softmax weights, one row of each per token and head
+    fixed = 9 * D + 2 * M + 4
+    attn = h * T  # the softmax weights, one row per token and head
     per_block = T * (fixed + attn)
     return {
         "per_token_fixed": fixed,

@@ -830,6 +830,11 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
                 page.keyboard.press("Enter")
                 assert shown(view)["q"] == 0 and "the class token's row" in say(root)
                 assert cv.screenshot() != before
-                root.get_by_role("tab", name="four hand-set heads").click()
+                tab.focus()  # back to the first tab with the arrow keys (tablist pattern)
+                page.keyboard.press("ArrowLeft")
+                first = root.get_by_role("tab", name="four hand-set heads")
+                assert first.get_attribute("aria-selected") == "true"
+                assert first.evaluate("el => el === document.activeElement")
+                assert tab.get_attribute("tabindex") == "-1"
                 assert root.locator(".vb2-heads").is_visible()
                 assert "Query patch" in say(root)

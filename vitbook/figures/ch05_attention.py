@@ -236,6 +236,7 @@ def four_tokens(rec):
     rec.fact("four_a_cls_cls", d["a"][0, 0], "{:.3f}")
     rec.fact("four_a_p3_p2", d["a"][3, 2], "{:.3f}")
     rec.fact("four_a_p1_p2", d["a"][1, 2], "{:.3f}")
+    rec.fact("four_a_p2_p1", d["a"][2, 1], "{:.3f}")
     rec.fact("four_o_cls_1", d["o"][0, 0], "{:.2f}")
     rec.fact("four_o_cls_2", d["o"][0, 1], "{:.2f}")
     # The trap: softmax over the wrong axis makes columns, not rows, sum to one.

@@ -443,7 +443,7 @@ def pretraining_head(rec):
 @facts(chapter=8, id="activation-memory")
 def activation_memory(rec):
     """Numbers one image's forward pass leaves for the backward pass (``calc.activation_floats``),
-    per token and per image, ViT-B/16 at 224 and 384, in float32 megabytes."""
+    per token and per image, ViT-B/16 at 224 and 384, in float32 mebibytes (2**20 bytes)."""
     out = {}
     for size in (224, 384):
         a = activation_floats(preset("vit-b/16", image_size=size))
