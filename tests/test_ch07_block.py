@@ -155,17 +155,3 @@ def test_paper_dropout_sites_and_rates():
     d = paper_dropout(rec)
     assert d["sites"] == ["attn.proj_drop", "mlp.drop1", "mlp.drop2"]
     assert d["table3"] == {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}
-
-
-def test_xavier_stack_initialises_query_key_and_value_as_three_kernels():
-    # The JAX ViT's query, key and value are separate (D, D) Dense kernels, each Xavier-uniform:
-    # bound sqrt(6 / (D + D)). Xavier on the fused (3D, D) weight would give sqrt(6 / (4D)).
-    from vitbook.figures.ch07_block import _stack_blocks
-
-    d = STACK["dim"]
-    qkv = _stack_blocks("xavier")[0].attn.qkv.weight.detach()
-    bound = math.sqrt(6 / (2 * d))
-    for w in qkv.chunk(3):
-        assert w.abs().max() <= bound
-        assert w.abs().max() > 0.95 * bound  # not the fused weight's smaller bound
-        assert w.std() == pytest.approx(bound / math.sqrt(3), rel=0.05)

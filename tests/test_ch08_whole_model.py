@@ -164,7 +164,6 @@ def test_median_latencies_runs_every_size() -> None:
 
 
 def test_pretraining_head_and_activation_memory():
-    from vitbook.calc import activation_floats
     from vitbook.engine import Recorder
     from vitbook.figures.ch08_whole_model import activation_memory, pretraining_head
     from vitbook.model import VisionTransformer, preset
@@ -181,7 +180,9 @@ def test_pretraining_head_and_activation_memory():
     assert rec.facts["act_ratio_384"]["value"] > (577 / 197)  # grows faster than the tokens
 
 
-@pytest.mark.parametrize("dim, heads, image, patch", [(64, 4, 16, 4), (96, 3, 28, 4), (48, 6, 24, 8)])
+@pytest.mark.parametrize(
+    "dim, heads, image, patch", [(64, 4, 16, 4), (96, 3, 28, 4), (48, 6, 24, 8)]
+)
 def test_activation_floats_is_what_autograd_saves(dim, heads, image, patch):
     """Record every tensor autograd saves in one training forward pass of a block (explicit
     attention path) and count the numbers in their storages, parameters left out: the count

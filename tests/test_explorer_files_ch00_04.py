@@ -58,9 +58,10 @@ def test_forward_pass_tokens_are_the_models() -> None:
     data = decode(_load("ch00/forward-pass"))
     d = forward_stages()
     keys = [key for kind, key, _ in STAGES if kind == "tokens"]
+    # float32 on another CPU's SIMD path may move the last bits (see vitbook/engine/verify.py)
     for i, key in enumerate(keys):
-        np.testing.assert_array_equal(data.arrays["tokens"][i], d["tokens"][key])
-    np.testing.assert_array_equal(data.arrays["attn"], d["attn"])
+        np.testing.assert_allclose(data.arrays["tokens"][i], d["tokens"][key], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(data.arrays["attn"], d["attn"], rtol=1e-5, atol=1e-6)
     assert len(data.meta["stages"]) == len(STAGES)
 
 

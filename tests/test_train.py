@@ -49,7 +49,7 @@ def test_fit_trains_when_called_under_no_grad():
         h = fit(model, train, test, epochs=1, batch_size=16, lr=1e-3, seed=0, progress=False)
         assert not torch.is_grad_enabled()  # the caller's mode is left as it was
     assert h.epochs == 1
-    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
 
 
 @pytest.mark.slow

@@ -229,20 +229,6 @@ def longrange_results(rec):
             fact = f"{name}_{key}_acc" if key != "acc" else f"{name}_acc"
             summ[name, key] = stats.record(rec, fact, vals)
         rec.fact(f"{name}_failed", sum(r["failed"] for r in rows), tol=1)
-    # within the CNN's reach: partners in the next cell against the other distances below FAR
-    def within(run: dict, adjacent: bool) -> float:
-        dist, hit = run["distance"], run["cnn"]["hit"]
-        closest = dist[dist > 0].min()
-        sel = dist == closest if adjacent else (dist > closest) & (dist < FAR)
-        return float(hit[sel].mean())
-
-    rec.fact("adjacent_dist", int(min(d for d in wide[0]["distance"] if d > 0)))
-    rec.fact("mid_dist_hi", int(max(d for d in wide[0]["distance"] if d < FAR)))
-    stats.record(rec, "cnn_adjacent_acc", [within(r, True) for r in wide])
-    mid = {k: [within(r, False) for r in runs_] for k, runs_ in (("wide", wide), ("narrow", narrow))}
-    stats.record(rec, "cnn_mid_acc", mid["wide"])
-    stats.record(rec, "cnn_narrow_mid_acc", mid["narrow"])
-    rec.fact("cnn_mid_narrow_vs_wide", stats.verdict(mid["narrow"], mid["wide"]))
     # the comparisons the text makes, decided over seeds (non-overlapping min-max ranges)
     acc = {k: [r["acc"] for r in rows] for k, rows in sc.items()}
     rec.fact("vit_vs_cnn", stats.verdict(acc["vit"], acc["cnn"]))

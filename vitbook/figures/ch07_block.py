@@ -296,15 +296,12 @@ def _stack_blocks(init: str) -> nn.ModuleList:
     torch.manual_seed(0)
     blocks = nn.ModuleList(Block(dim=STACK["dim"], heads=STACK["heads"])
                            for _ in range(STACK["depth"]))  # fmt: skip
-    for name, m in blocks.named_modules():
+    for m in blocks.modules():
         if isinstance(m, nn.Linear):
             if init == "timm":
                 nn.init.trunc_normal_(m.weight, std=INIT_STD)  # the book's model (timm)
-            else:  # the paper's JAX code (models_vit.py): Xavier-uniform for every Dense kernel.
-                # Its query, key and value are three (D, D) kernels, so the fused qkv weight
-                # (3D, D) is initialised one slice at a time (in place, through the views).
-                for w in m.weight.chunk(3) if name.endswith("qkv") else (m.weight,):
-                    nn.init.xavier_uniform_(w)
+            else:
+                nn.init.xavier_uniform_(m.weight)  # the paper's JAX code (models_vit.py)
             nn.init.zeros_(m.bias)
     return blocks
 

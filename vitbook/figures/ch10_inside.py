@@ -121,10 +121,6 @@ def pos_similarity(rec):
     rec.fact("sim_same_row", float(flat[same_row].mean()), "{:.2f}")
     rec.fact("sim_other", float(flat[other].mean()), "{:.2f}")
     rec.fact("pos_grid", f"{gh}×{gw}")
-    # how far training moved the table: the change against the size of the table it started from
-    start = _random_model(0).pos_embed.detach()  # seed 0 is the pre-training's seed
-    rec.fact("pos_moved", float((model.pos_embed.detach() - start).norm() / start.norm()),
-             "{:.2f}", tol=0.3)  # fmt: skip
     return {"sim": sim}
 
 
