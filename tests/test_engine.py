@@ -45,6 +45,9 @@ from vitbook.engine import figure, facts
 def fig(rec):
     if os.environ.get("SLOW"):
         time.sleep(float(os.environ["SLOW"]))
+    if os.environ.get("EDIT"):  # a contributor saves a file while the build runs
+        with open(os.environ["EDIT"], "a") as f:
+            f.write("# saved during the build\\n")
     rec.fact("answer", {expr})
     return [1, 3, 2, {expr}]
 
@@ -519,3 +522,21 @@ def test_share_runs_copies_only_what_the_destination_lacks(tmp_path: Path) -> No
     assert (dest / "runs" / "b-2.pkl").read_bytes() == b"old b"  # never overwritten
     assert sorted(p.name for p in (dest / "runs").iterdir()) == ["a-1.pkl", "b-2.pkl"]
     assert share_runs(src, tmp_path / "empty") == 2  # a missing cache folder is created
+
+
+@builds
+def test_a_source_saved_during_the_build_fails_its_items_and_stores_nothing(book: Path) -> None:
+    shared = book / "vitbook" / "shared_for_test.py"
+    proc = run(book, "figures", env={"EDIT": str(shared)}, check=False)
+    assert proc.returncode != 0
+    st = statuses(proc.stdout)
+    # alpha and beta import the file that changed under them; gamma does not
+    assert st["ch90/alpha"] == "failed" and st["ch91/beta"] == "failed"
+    assert st["ch92/gamma"] == "computed"
+    assert "changed during the build" in proc.stdout + proc.stderr
+    assert not list((book / ".cache/results").glob("ch90-alpha-*.pkl"))
+    manifest = json.loads((book / "figures/manifest.json").read_text())
+    assert "ch90/alpha" not in manifest and "ch91/beta" not in manifest
+    again = statuses(run(book, "figures").stdout)  # nothing edits the sources now
+    assert again["ch90/alpha"] == "computed" and again["ch92/gamma"] == "cached"
+    assert "up to date" in run(book, "figures", "--check").stdout

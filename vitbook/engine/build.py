@@ -277,17 +277,35 @@ def _facts_of(item: Item) -> tuple[Any, dict[str, Any]]:
     return data, rec.facts
 
 
-def build_one(key: str, outdir: Path, force: bool) -> Outcome:
-    """Compute (or fetch) and draw one item; write its files atomically."""
+class SourcesChanged(RuntimeError):
+    """A source file an item depends on changed while the item was built: the code that ran
+    may not be the code its key describes, so nothing is stored for it."""
+
+
+def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) -> Outcome:
+    """Compute (or fetch) and draw one item; write its files atomically.
+
+    ``expected`` is the item's key when the build started. The key is read from the files on
+    disk, the code from what this process imported, so an edit in between could record a new
+    key over results of old code: the key is checked against ``expected`` first and against
+    the files again before anything is stored, and the item fails if it moved."""
     item = discover([int(key[2:4])])[key]
     cache.RUNS.clear()
     start = time.perf_counter()
     ikey = item_key(item)
     ckey = compute_key(item)
+
+    def unchanged(now: str, then: str | None) -> None:
+        if then is not None and now != then:
+            raise SourcesChanged(f"{key}: a source file changed during the build; build again")
+
+    unchanged(ikey, expected)
     result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ckey}.pkl"
 
     def compute() -> tuple[Any, dict[str, Any]]:
-        return _facts_of(item)
+        out = _facts_of(item)
+        unchanged(compute_key(item), ckey)  # raising here keeps it out of the result cache
+        return out
 
     if force:
         (data, facts), hit = compute(), False
@@ -295,6 +313,7 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
     else:
         (data, facts), hit = cache.get_or_compute(result_path, compute)
     files = render(item, data) if item.is_figure else {}
+    unchanged(item_key(item), ikey)
     for name, blob in files.items():
         cache.atomic_write(outdir / name, blob)
     entry = {
@@ -311,9 +330,9 @@ def build_one(key: str, outdir: Path, force: bool) -> Outcome:
     return Outcome(key, status, seconds, dict(cache.RUNS), entry)
 
 
-def _safe_build_one(key: str, outdir: Path, force: bool) -> Outcome:
+def _safe_build_one(key: str, outdir: Path, force: bool, expected: str | None = None) -> Outcome:
     try:
-        return build_one(key, outdir, force)
+        return build_one(key, outdir, force, expected)
     except Exception as exc:  # reported in the table; the build exits non-zero
         import traceback
 
@@ -383,9 +402,10 @@ def build(
                 on_done(outcomes[-1])
         else:
             todo.append(key)
+    expected = {key: item_key(registry[key]) for key in todo}  # the sources as the build starts
     if jobs == 1 or len(todo) <= 1:
         for key in todo:
-            outcomes.append(_safe_build_one(key, outdir, force))
+            outcomes.append(_safe_build_one(key, outdir, force, expected[key]))
             if on_done:
                 on_done(outcomes[-1])
             write_outputs(outdir, outcomes[-1:], registry, prune=False)
@@ -395,7 +415,9 @@ def build(
         # every worker computes on runtime.THREADS threads, whatever ``jobs`` is
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker) as pool:
-            futures = [pool.submit(_safe_build_one, key, outdir, force) for key in todo]
+            futures = [
+                pool.submit(_safe_build_one, key, outdir, force, expected[key]) for key in todo
+            ]
             for fut in as_completed(futures):
                 outcomes.append(fut.result())
                 if on_done:
