@@ -20,6 +20,10 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+#: This module only draws: computations never call it, so the engine leaves it out of their
+#: keys (editing the house style redraws every figure and recomputes nothing). Keep it so.
+DRAWING_ONLY = True
+
 #: Page colours of Material's default (light) and slate (dark) schemes, and the inks on them.
 THEMES: dict[str, dict[str, str]] = {
     "light": {
