@@ -323,7 +323,7 @@ def _style():
 def _shared():
     return 1
 
-@figure(chapter=1, id="a", size=(1, 1))
+@figure(chapter=1, id="a", size=(1, 1), phone_size=(3.8, 2.5))
 def fig(rec):
     return _shared()
 
@@ -338,6 +338,7 @@ def _(data, v):
     assert "return 1" in kept and "return _shared()" in kept  # compute code and what it calls
     assert '"bold"' not in kept and "str(_shared())" not in kept  # drawing code
     assert "def _style" in kept and "@fig.draw" in kept  # bodies go, names stay
+    assert "(1, 1)" not in kept and "2.5" not in kept and 'id="a"' in kept  # sizes go
     assert deps.compute_source("vbtest_cs_only") == b""
 
 

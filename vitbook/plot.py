@@ -125,8 +125,9 @@ def subplots(
     """A new figure in the house style at the variant's size (``v.size`` in inches).
 
     With ``phone_cols``, a phone variant lays the ``nrows * ncols`` panels out in rows of
-    ``phone_cols`` instead (in reading order), and returns them in the shape the desktop
-    layout has, so the drawing code is the same for both.
+    ``phone_cols`` instead (in reading order; a short last row's panels widen to fill it when
+    they can), and returns them in the shape the desktop layout has, so the drawing code is
+    the same for both. (``width_ratios``/``height_ratios`` apply to the desktop grid only.)
 
     The style is applied to the global rcParams, so that every artist drawn afterwards
     inherits it; the engine restores rcParams after each drawing.
@@ -139,12 +140,30 @@ def subplots(
     n = nrows * ncols
     rows = -(-n // phone_cols)
     squeeze = kwargs.pop("squeeze", True)
-    fig, grid = plt.subplots(rows, phone_cols, figsize=size, squeeze=False, **kwargs)
-    flat = list(grid.flat)
-    for ax in flat[n:]:
-        ax.remove()
+    share = {k: kwargs.pop(k, False) for k in ("sharex", "sharey")}
+    gridspec_kw = dict(kwargs.pop("gridspec_kw", {}))
+    subplot_kw = kwargs.pop("subplot_kw", {})
+    for ratios in ("width_ratios", "height_ratios"):  # they describe the desktop grid
+        kwargs.pop(ratios, None)
+        gridspec_kw.pop(ratios, None)
+    fig = plt.figure(figsize=size, **kwargs)
+    grid = fig.add_gridspec(rows, phone_cols, **gridspec_kw)
+    flat: list[Axes] = []
+    for i in range(n):
+        r, col = divmod(i, phone_cols)
+        last = n - r * phone_cols  # panels in this row, if it is the last (short) one
+        span = phone_cols // last if last < phone_cols and phone_cols % last == 0 else 1
+        first = flat[0] if flat else None
+        flat.append(
+            fig.add_subplot(
+                grid[r, col * span : (col + 1) * span],
+                sharex=first if share["sharex"] else None,
+                sharey=first if share["sharey"] else None,
+                **subplot_kw,
+            )
+        )
     axes = np.empty(n, dtype=object)
-    axes[:] = flat[:n]
+    axes[:] = flat
     axes = axes.reshape(nrows, ncols)
     if squeeze:
         axes = axes.item() if n == 1 else axes.squeeze()

@@ -138,6 +138,22 @@ def file_digest(paths: tuple[Path, ...] | list[Path]) -> str:
 
 #: Decorators (``@<item>.draw``, ``@<item>.export``) whose functions shape files, not results.
 DRAWING_DECORATORS = ("draw", "export")
+#: Arguments of a registering decorator that shape files, not results (hashed by the item key).
+DRAWING_KEYWORDS = ("size", "phone_size")
+
+
+def _blank(lines: list[str], node: ast.AST) -> None:
+    """Blank the source text of ``node`` in ``lines`` (line breaks kept, so later line numbers
+    still hold)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    for i in range(first, last + 1):
+        line = lines[i]
+        start = node.col_offset if i == first else 0
+        end = node.end_col_offset if i == last else len(line.rstrip("\n"))
+        b = line.encode()  # AST column offsets count UTF-8 bytes
+        lines[i] = (
+            (b[:start] + b"_" + b[end:]).decode() if i == first else ((b[:0] + b[end:]).decode())
+        )
 
 
 def _module_flag(tree: ast.Module, flag: str) -> bool:
@@ -218,6 +234,16 @@ def compute_source(name: str) -> bytes:
                 drawing.add(id(f))
                 changed = True
     lines = text.splitlines(keepends=True)
+    # a figure's sizes (``@figure(size=..., phone_size=...)``) shape its files, not its data
+    sizes = [
+        kw.value
+        for f in funcs
+        for dec in f.decorator_list
+        for kw in (dec.keywords if isinstance(dec, ast.Call) else [])
+        if kw.arg in DRAWING_KEYWORDS
+    ]
+    for node in sorted(sizes, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        _blank(lines, node)
     for f in funcs:
         if id(f) in drawing:
             first, last = f.body[0].lineno, f.end_lineno or f.body[-1].lineno

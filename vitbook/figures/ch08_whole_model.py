@@ -126,7 +126,7 @@ MAC_PARTS = {  # label: keys of macs summed
 }
 
 
-@figure(chapter=8, id="params-and-macs", size=(7.2, 4.2))
+@figure(chapter=8, id="params-and-macs", size=(7.2, 4.2), phone_size=5.6)
 def params_and_macs(rec):
     """ViT-B/16 at 224: parameters and multiply-accumulates by component (vitbook.calc)."""
     cfg = preset(B16)

@@ -29,7 +29,7 @@ RECIPE_LR = 1e-2  # the rate at which the recipes are compared
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
 
-@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True)
+@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True, phone_size=6.4)
 def digits_curves(rec):
     """TinyViT8 on scikit-learn's digits with the book's initialisation and with PyTorch's
     defaults (the lab's), the same seeds: training loss and test accuracy per epoch."""
@@ -64,7 +64,7 @@ def digits_curves(rec):
 @digits_curves.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     names = {
         "book": ("book (timm's) init", c["blue"]),
         "pytorch": ("PyTorch default (lab)", c["orange"]),
@@ -89,7 +89,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="shapes-data", size=(7.2, 2.2))
+@figure(chapter=9, id="shapes-data", size=(7.2, 2.2), phone_size=3.4)
 def shapes_data(rec):
     """Examples of the two synthetic tasks, with each object's box."""
     pre = make_shapes(12, classes=PRETRAIN_CLASSES, seed=100)
@@ -104,7 +104,7 @@ def shapes_data(rec):
 @shapes_data.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 2, 10, layout=None)
+    fig, axes = plot.subplots(v, 2, 10, layout=None, phone_cols=5)
     fig.subplots_adjust(left=0.06, right=0.995, top=0.9, bottom=0.02, wspace=0.12, hspace=0.4)
     items = [(d["pre"], i) for i in range(10)] + [(d["fine"], i) for i in range(8)]
     for ax in axes.flat:
@@ -124,7 +124,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True)
+@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True, phone_size=7.8)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
     learning rate it followed."""
@@ -145,7 +145,7 @@ def pretrain_curves(rec):
 @pretrain_curves.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2, a3) = plot.subplots(v, 1, 3)
+    fig, (a1, a2, a3) = plot.subplots(v, 1, 3, phone_cols=1)
     ep = np.arange(1, len(d["loss"]) + 1)
     a1.plot(ep, d["loss"], color=c["blue"], marker="o", ms=3)
     a1.set(xlabel="epoch", ylabel="training loss", title="Loss")
@@ -231,7 +231,7 @@ def _log_x(ax, ticks) -> None:
     ax.set_xticklabels([f"{t:g}" for t in ticks])
 
 
-@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True)
+@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True, phone_size=6.6)
 def lr_sweep(rec):
     """Left: final test accuracy against a constant Adam learning rate for the small CNN
     trained from scratch and the pre-trained ViT fine-tuned. Right: the fine-tuned ViT at
@@ -273,7 +273,7 @@ def lr_sweep(rec):
 @lr_sweep.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1])
+    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1], phone_cols=1)
     cols = {"cnn": c["purple"], "vit_full": c["green"]}
     for j, (m, name) in enumerate(SWEEP_MODELS.items()):
         per = 100 * np.array([d["final"][m][lr] for lr in LRS])  # (lrs, seeds)

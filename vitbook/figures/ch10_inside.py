@@ -415,7 +415,7 @@ def _deletion(model, x, order, steps, grid, patch):
     return np.array(out)
 
 
-@figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True)
+@figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True, phone_size=6.4)
 def map_checks(rec):
     """Left: how much the maps change when the model's weights are randomised from the top
     block down (rank correlation with the trained model's maps). Right: the predicted class's
@@ -463,7 +463,7 @@ def map_checks(rec):
 @map_checks.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     depth = d["depth"]
     x = np.arange(1, depth + 2)
     a1.plot(x, d["corr"]["roll"], "o-", color=c["green"], label="rollout")
