@@ -148,7 +148,7 @@ def test_warm_build_computes_nothing(book: Path) -> None:
 def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
     run(book, "figures")
     with open(book / "vitbook/figures/ch90_alpha.py", "a") as f:
-        f.write("\n# an edit\n")
+        f.write("\nEDITED = True\n")
     assert run(book, "figures", "--check", check=False).returncode == 1
     after = statuses(run(book, "figures").stdout)
     assert after == {
@@ -331,14 +331,30 @@ def fig(rec):
 def _(data, v):
     return _style() + str(_shared())
 """
-    (tmp_path / "vbtest_cs_mod.py").write_text(body)
-    (tmp_path / "vbtest_cs_only.py").write_text("DRAWING_ONLY = True\nX = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    kept = deps.compute_source("vbtest_cs_mod").decode()
-    assert "return 1" in kept and "return _shared()" in kept  # compute code and what it calls
-    assert '"bold"' not in kept and "str(_shared())" not in kept  # drawing code
-    assert "def _style" in kept and "@fig.draw" in kept  # bodies go, names stay
-    assert "(1, 1)" not in kept and "2.5" not in kept and 'id="a"' in kept  # sizes go
+
+    def source(text: str, n=[0]) -> bytes:  # noqa: B006 - a counter: a fresh module each call
+        n[0] += 1
+        (tmp_path / f"vbtest_cs_{n[0]}.py").write_text(text)
+        return deps.compute_source(f"vbtest_cs_{n[0]}")
+
+    base = source(body)
+    same = {
+        "the draw function": body.replace("str(_shared())", "'x'"),
+        "a private helper only drawing calls": body.replace('"bold"', '"italic"'),
+        "the sizes": body.replace("(1, 1)", "(2, 2)").replace("2.5", "4"),
+        "a comment and formatting": body.replace("return 1", "return (\n  1  # one\n)"),
+    }
+    for what, text in same.items():
+        assert source(text) == base, f"editing {what} changed the compute key"
+    changed = {
+        "the compute function": body.replace("return _shared()", "return _shared() + 1"),
+        "a helper compute calls": body.replace("return 1", "return 2"),
+        "the figure's id": body.replace('id="a"', 'id="b"'),
+    }
+    for what, text in changed.items():
+        assert source(text) != base, f"editing {what} left the compute key as it was"
+    (tmp_path / "vbtest_cs_only.py").write_text("DRAWING_ONLY = True\nX = 1\n")
     assert deps.compute_source("vbtest_cs_only") == b""
 
 

@@ -142,20 +142,6 @@ DRAWING_DECORATORS = ("draw", "export")
 DRAWING_KEYWORDS = ("size", "phone_size")
 
 
-def _blank(lines: list[str], node: ast.AST) -> None:
-    """Blank the source text of ``node`` in ``lines`` (line breaks kept, so later line numbers
-    still hold)."""
-    first, last = node.lineno - 1, node.end_lineno - 1
-    for i in range(first, last + 1):
-        line = lines[i]
-        start = node.col_offset if i == first else 0
-        end = node.end_col_offset if i == last else len(line.rstrip("\n"))
-        b = line.encode()  # AST column offsets count UTF-8 bytes
-        lines[i] = (
-            (b[:start] + b"_" + b[end:]).decode() if i == first else ((b[:0] + b[end:]).decode())
-        )
-
-
 def _module_flag(tree: ast.Module, flag: str) -> bool:
     """Whether the module assigns ``flag = True`` at top level."""
     for node in tree.body:
@@ -198,11 +184,12 @@ def _is_drawing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def compute_source(name: str) -> bytes:
     """The part of module ``name``'s source that can change what its computations return.
 
-    Empty for a module that declares ``DRAWING_ONLY = True``. Otherwise the source with the
-    bodies of its drawing functions blanked out: those decorated ``@<item>.draw`` or
-    ``@<item>.export``, and, repeatedly, the private (``_name``) top-level functions that only
-    drawing functions mention and that no other module imports. Everything else, comments
-    included, is kept, so that any other edit still recomputes."""
+    Empty for a module that declares ``DRAWING_ONLY = True``. Otherwise the module's syntax
+    tree (so formatting and comments do not count) without the bodies of its drawing
+    functions: those decorated ``@<item>.draw`` or ``@<item>.export``, and, repeatedly, the
+    private (``_name``) top-level functions that only drawing functions mention and that no
+    other module imports; and without the sizes given to ``@figure``. Any other edit to the
+    code changes it."""
     path = _module_file(name)
     text = path.read_text(encoding="utf-8")
     tree = ast.parse(text)
@@ -233,23 +220,15 @@ def compute_source(name: str) -> bytes:
             ):
                 drawing.add(id(f))
                 changed = True
-    lines = text.splitlines(keepends=True)
     # a figure's sizes (``@figure(size=..., phone_size=...)``) shape its files, not its data
-    sizes = [
-        kw.value
-        for f in funcs
-        for dec in f.decorator_list
-        for kw in (dec.keywords if isinstance(dec, ast.Call) else [])
-        if kw.arg in DRAWING_KEYWORDS
-    ]
-    for node in sorted(sizes, key=lambda n: (n.lineno, n.col_offset), reverse=True):
-        _blank(lines, node)
     for f in funcs:
+        for dec in f.decorator_list:
+            if isinstance(dec, ast.Call):
+                dec.keywords = [kw for kw in dec.keywords if kw.arg not in DRAWING_KEYWORDS]
         if id(f) in drawing:
-            first, last = f.body[0].lineno, f.end_lineno or f.body[-1].lineno
-            for i in range(first - 1, min(last, len(lines))):
-                lines[i] = "\n"
-    return "".join(lines).encode()
+            f.body = [ast.Pass()]
+    # the syntax tree, not the text: reformatting or a comment changes no result
+    return ast.dump(tree, include_attributes=False).encode()
 
 
 def source_key(module: str, *extra: object, compute_only: bool = False) -> str:

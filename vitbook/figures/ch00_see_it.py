@@ -164,9 +164,10 @@ def patches_and_basis(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
+    phone = plot.is_phone(v)
     outer = (
-        fig.add_gridspec(2, 1, height_ratios=[1.3, 1])
-        if plot.is_phone(v)
+        fig.add_gridspec(3, 1, height_ratios=[1.3, 1, 0.2])
+        if phone
         else fig.add_gridspec(1, 2, width_ratios=[1, 1.25])
     )
     ax = fig.add_subplot(outer[0])
@@ -185,9 +186,12 @@ def _(data, v):
             fontweight="normal",
             color=c["fg"],
         )
-    fig.text(
-        0.99,
-        0.01,
+    note = fig.add_subplot(outer[2]) if phone else None  # a row of its own on the phone
+    if note is not None:
+        note.axis("off")
+    (note or fig).text(
+        1 if phone else 0.99,
+        0 if phone else 0.01,
         plot.pick(
             v,
             "%: share of variance · mid-grey = weight 0\n"
@@ -300,9 +304,19 @@ def _(d, v):
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )
-    cb = fig.colorbar(im, ax=axes, shrink=0.7, pad=0.02)
+    phone = plot.is_phone(v)
+    cb = fig.colorbar(
+        im, ax=axes, shrink=0.9 if phone else 0.7, pad=0.02, location="bottom" if phone else "right"
+    )
     cb.set_ticks(TICKS, labels=[str(t) for t in TICKS])
-    cb.set_label("value (one scale for all four; logarithmic beyond ±1)", fontsize=8)
+    cb.set_label(
+        plot.pick(
+            v,
+            "value (one scale for all four; logarithmic beyond ±1)",
+            "value (one scale for all four;\nlogarithmic beyond ±1)",
+        ),
+        fontsize=8,
+    )
     cb.outline.set_visible(False)
     return fig
 
@@ -409,7 +423,9 @@ def _(d, v):
         log=False,
     )
     t = float(np.floor(lim2))
-    cb2 = fig.colorbar(im2, ax=axes[3], shrink=0.9, pad=0.02, location="bottom")
+    cb2 = fig.colorbar(
+        im2, ax=axes[3], shrink=0.9, pad=0.02, location="right" if plot.is_phone(v) else "bottom"
+    )
     cb2.set_ticks([-t, 0, t], labels=[f"{-t:g}", "0", f"{t:g}"])
     cb2.set_label("value (own scale)", fontsize=8)
     cb2.outline.set_visible(False)

@@ -40,7 +40,7 @@ def _(data, v):
             p,
             v,
             # at P = 8 a cell is too small for a readable number: say it below instead
-            numbers={8: False, 16: "corners", 32: True}[p],
+            numbers={8: False, 16: plot.pick(v, "corners", False), 32: True}[p],
             line_width=0.5 if p == 8 else 0.8,
         )
         ax.set_title(
@@ -49,7 +49,7 @@ def _(data, v):
             ),
             fontsize=10,
         )
-        if p == 8:
+        if p == 8 or (p == 16 and plot.is_phone(v)):
             sep = plot.pick(v, " … ", " …\n")
             ax.set_xlabel(f"patch 0 top left{sep}patch {rows * cols - 1} bottom right", fontsize=8)
         if p == 32:
@@ -203,7 +203,8 @@ def _(table, v):
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(ps, labels=[str(p) for p in ps])
+    shown = plot.pick(v, ps, [p for p in ps if p not in (7, 14, 28)])  # phone: no crowding
+    ax.set_xticks(shown, labels=[str(p) for p in shown])
     ax.minorticks_off()
     ax.set_xlim(3.5, 110)
     ax.set_xlabel("patch size P (pixels) on a 224×224 image")

@@ -78,7 +78,7 @@ def _(data, v):
         3,
         1,
         height_ratios=[1.25, 2.0, 2.0] if phone else [1.25, 1.0, 1.0],
-        left=0.17 if phone else 0.1,
+        left=0.23 if phone else 0.1,
         right=0.96,
         top=0.95 if phone else 0.93,
         bottom=0.04 if phone else 0.06,
@@ -99,7 +99,7 @@ def _(data, v):
         vmin=-0.5,
         vmax=2,
     )
-    ax.set_title("query q (1×4)", fontsize=9)
+    ax.set_title(plot.pick(v, "query q (1×4)", "q (1×4)"), fontsize=9)
     ax = fig.add_subplot(top[1])
     plot.heatmap(
         ax,
@@ -112,7 +112,7 @@ def _(data, v):
         vmin=-0.5,
         vmax=2,
     )
-    ax.set_title("keys K (3×4)", fontsize=9)
+    ax.set_title(plot.pick(v, "keys K (3×4)", "K (3×4)"), fontsize=9)
     ax = fig.add_subplot(top[2])
     plot.heatmap(
         ax,
@@ -125,7 +125,7 @@ def _(data, v):
         vmin=-5,
         vmax=20,
     )
-    ax.set_title("values V (3×2)", fontsize=9)
+    ax.set_title(plot.pick(v, "values V (3×2)", "V (3×2)"), fontsize=9)
 
     def path(spec, d, label, scaled):
         if phone:  # two rows of two
@@ -229,7 +229,7 @@ def four_tokens_through_module(d: dict[str, torch.Tensor]) -> torch.Tensor:
     return weights[0, 0]
 
 
-@figure(chapter=5, id="four-tokens", size=(7.2, 5.0), phone_size=8.6)
+@figure(chapter=5, id="four-tokens", size=(7.2, 5.0), phone_size=10.4)
 def four_tokens(rec):
     """S, A and O for four tokens, with Q, K and V, and the model's module as a check."""
     d = four_tokens_attention()
@@ -257,7 +257,7 @@ def _(d, v):
     outer = fig.add_gridspec(
         2,
         1,
-        height_ratios=[1, 1.15],
+        height_ratios=[1, 1.9] if phone else [1, 1.15],
         left=0.13 if phone else 0.09,
         right=0.97 if phone else 0.99,
         top=0.95 if phone else 0.93,
@@ -268,8 +268,8 @@ def _(d, v):
     if phone:  # X above Q, K, V; then S and A side by side, O below
         g = outer[0].subgridspec(2, 3, wspace=0.5, hspace=0.6)
         top = [g[0, :2], g[1, 0], g[1, 1], g[1, 2]]
-        g = outer[1].subgridspec(2, 2, wspace=0.4, hspace=0.6)
-        bottom = [g[0, 0], g[0, 1], g[1, 0]]
+        g = outer[1].subgridspec(3, 2, wspace=0.4, hspace=0.75)
+        bottom = [g[0, :], g[1, :], g[2, 0]]
     else:
         top = outer[0].subgridspec(1, 4, width_ratios=[4, 2, 2, 2], wspace=0.45)
         bottom = outer[1].subgridspec(1, 3, width_ratios=[4, 4, 2], wspace=0.3)

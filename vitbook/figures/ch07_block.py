@@ -566,9 +566,21 @@ def _(parts, v):
     colours = [c["blue"], c["purple"], c["orange"], c["yellow"], c["green"]]
     total = sum(parts.values())
     left = 0
+    phone = plot.is_phone(v)
     for (name, n), col in zip(parts.items(), colours, strict=True):
         ax.barh(0, n, left=left, color=col, height=0.5)
-        if n / total > 0.05:
+        if phone and 0.05 < n / total < 0.15:  # too narrow to hold its label: below the bar
+            ax.annotate(
+                f"{name}: {n:,} ({n / total:.1%})",
+                (left + n / 2, -0.25),
+                xytext=(-6, -16),
+                textcoords="offset points",
+                ha="left",
+                va="top",
+                fontsize=8.5,
+                arrowprops={"arrowstyle": "-", "color": c["muted"], "lw": 0.8},
+            )
+        elif n / total > 0.05:
             ax.text(
                 left + n / 2,
                 0,
@@ -590,13 +602,15 @@ def _(parts, v):
             )
         left += n
     ax.set_xlim(0, total)
-    ax.set_ylim(-0.4, 0.75)
+    ax.set_ylim(-0.85 if phone else -0.4, 0.75)
     ax.set_yticks([])
     ax.spines["left"].set_visible(False)
     ax.xaxis.set_major_formatter(
         plot.matplotlib.ticker.FuncFormatter(lambda val, _: f"{val / 1e6:.0f}M")
     )
-    ax.set_xlabel(f"parameters in one ViT-B/16 block ({total:,} in all)")
+    ax.set_xlabel(
+        f"parameters in one ViT-B/16 block{plot.pick(v, ' ', chr(10))}({total:,} in all)"
+    )
     return fig
 
 

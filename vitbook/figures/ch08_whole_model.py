@@ -200,8 +200,19 @@ def _(d, v):
     ax.set_xlabel("parameters (millions)")
     ax.set_title("ViT-B/16: parameters", fontsize=10)
     _hbars(bx, d["macs"], 1e9, "G", "M", c, col)
-    bx.set_xlabel("multiply-accumulates per 224×224 image (billions)")
-    bx.set_title("ViT-B/16: compute (MACs, attention matmuls counted)", fontsize=10)
+    bx.set_xlabel(
+        plot.pick(
+            v,
+            "multiply-accumulates per 224×224 image (billions)",
+            "MACs per 224×224 image (billions)",
+        )
+    )
+    bx.set_title(
+        plot.pick(
+            v, "ViT-B/16: compute (MACs, attention matmuls counted)", "ViT-B/16: compute (MACs)"
+        ),
+        fontsize=10,
+    )
     return fig
 
 
@@ -251,7 +262,7 @@ def median_latencies(
     # --8<-- [end:latency]
 
 
-@figure(chapter=8, id="latency", size=(7.2, 3.4), deterministic=False)
+@figure(chapter=8, id="latency", size=(7.2, 3.4), deterministic=False, phone_size=4.4)
 def latency(rec):
     """ViT-Ti/16 on this machine's CPU at several resolutions, batch 1, against two predictions
     made from the 224-pixel time: scaled by the MAC count, and scaled by the token pairs."""
@@ -319,7 +330,11 @@ def _(rows, v):
     ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
     ax.yaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_xlabel("image side (pixels), patch size 16")
-    ax.set_ylabel("time per image, batch 1 (ms, log scale)")
+    ax.set_ylabel(
+        plot.pick(
+            v, "time per image, batch 1 (ms, log scale)", "time per image, batch 1\n(ms, log scale)"
+        )
+    )
     ax.grid(True, axis="y", which="major")
     return fig
 
@@ -351,7 +366,7 @@ def crossover(dim: int, parts: tuple[str, ...]) -> int:
     return lo
 
 
-@figure(chapter=8, id="attention-vs-mlp", size=(7.2, 3.6))
+@figure(chapter=8, id="attention-vs-mlp", size=(7.2, 3.6), phone_size=4.6)
 def attention_vs_mlp(rec):
     """Share of one ViT-B block's MACs in the attention projections, the attention matmuls and
     the MLP, over the sequence length T."""
@@ -419,8 +434,9 @@ def _(d, v):
         ax.annotate(f"{size}", (tt, 0), xytext=(0, -27), textcoords="offset points",
                     ha="center", fontsize=8, color=c["fg"],
                     arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 0.8})  # fmt: skip
-    ax.set_xlabel("sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, 384 and 512"
-                  " pixels", labelpad=14)  # fmt: skip
+    ax.set_xlabel(plot.pick(v, "sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, "
+                            "384 and 512 pixels", "sequence length T = N + 1 (log scale);\narrows: "
+                            "ViT-B/16 at 224, 384 and 512 pixels"), labelpad=14)  # fmt: skip
     ax.set_ylabel("share of one block's MACs")
     return fig
 

@@ -105,7 +105,10 @@ def shapes_data(rec):
 def _(d, v):
     c = plot.colors(v)
     fig, axes = plot.subplots(v, 2, 10, layout=None, phone_cols=5)
-    fig.subplots_adjust(left=0.06, right=0.995, top=0.9, bottom=0.02, wspace=0.12, hspace=0.4)
+    if plot.is_phone(v):
+        fig.subplots_adjust(left=0.1, right=0.99, top=0.94, bottom=0.01, wspace=0.12, hspace=0.45)
+    else:
+        fig.subplots_adjust(left=0.06, right=0.995, top=0.9, bottom=0.02, wspace=0.12, hspace=0.4)
     items = [(d["pre"], i) for i in range(10)] + [(d["fine"], i) for i in range(8)]
     for ax in axes.flat:
         ax.set_axis_off()
@@ -119,8 +122,11 @@ def _(d, v):
         ax.set_title(s.classes[s.labels[i]], fontsize=8, loc="center", fontweight="normal")
     for row, name in enumerate(("pre-train", "fine-tune")):
         box = axes[row, 0].get_position()
-        fig.text(0.03, (box.y0 + box.y1) / 2, name, rotation=90, ha="center", va="center",
-                 fontsize=9)  # fmt: skip
+        if plot.is_phone(v):  # two rows of five per set: centred on both
+            box2 = axes[row, 5].get_position()
+            box = type(box)([[box.x0, box2.y0], [box.x1, box.y1]])
+        fig.text(0.03 if not plot.is_phone(v) else 0.04, (box.y0 + box.y1) / 2, name, rotation=90,
+                 ha="center", va="center", fontsize=9)  # fmt: skip
     return fig
 
 
@@ -161,7 +167,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True)
+@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True, phone_size=4.4)
 def transfer(rec):
     """Test accuracy on the four new shapes against training-set size, every run the same
     number of optimiser steps: small CNN, ViT from scratch, and the pre-trained ViT fine-tuned
@@ -217,7 +223,8 @@ def _(d, v):
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([str(s) for s in sizes])
     ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
-    ax.set(xlabel="training images of the new task (log scale); same steps for every run",
+    ax.set(xlabel=plot.pick(v, "training images of the new task (log scale); same steps for every run",
+                            "training images of the new task (log scale);\nsame steps for every run"),
            ylabel="test accuracy (%)", ylim=(0, 102))  # fmt: skip
     ax.grid(axis="y")
     return fig
@@ -296,7 +303,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True)
+@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True, phone_size=7.2)
 def interpolated_pos(rec):
     """Four dimensions of the learned position table on its 8×8 grid and after bicubic
     resampling to 12×12; accuracy at 48×48 with each table, before and after fine-tuning,
@@ -349,7 +356,12 @@ def interpolated_pos(rec):
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+    phone = plot.is_phone(v)
+    grid = (
+        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 1.7])
+        if phone
+        else fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+    )
     lim = max(np.abs(d["old"]).max(), np.abs(d["new"]).max())
     for i in range(4):
         for row, key in enumerate(("old", "new")):
@@ -358,11 +370,11 @@ def _(d, v):
             ax.set_xticks([])
             ax.set_yticks([])
             g = d[key][i].shape[0]
-            ax.set_title(f"dim {d['dims'][i]}, {g}×{g}", fontsize=8, loc="center",
-                         fontweight="normal")  # fmt: skip
-    cax = fig.add_subplot(grid[:, 4])
+            ax.set_title(f"dim {d['dims'][i]}{plot.pick(v, ', ', chr(10))}{g}×{g}", fontsize=8,
+                         loc="center", fontweight="normal")  # fmt: skip
+    cax = fig.add_subplot(grid[:2, 4] if phone else grid[:, 4])
     fig.colorbar(im, cax=cax, label="table value")
-    ax = fig.add_subplot(grid[:, 5])
+    ax = fig.add_subplot(grid[2, :] if phone else grid[:, 5])
     names = ["interpolated", "fresh"]
     for x, n in enumerate(names):
         ax.plot([x - 0.2], [100 * d["before"][n]], "s", color=c["muted"], ms=6)
@@ -376,7 +388,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True)
+@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True, phone_size=3.6)
 def participant_leak(rec):
     """The same k-nearest-neighbour classifier, scored by 5-fold cross-validation with a
     frame-level random split and with a participant-level GroupKFold split."""
@@ -398,6 +410,9 @@ def _(d, v):
     fig, ax = plot.subplots(v)
     rows = [("frame-level split\n(KFold, shuffled)", d["frame"], c["red"]),
             ("participant-level split\n(GroupKFold)", d["person"], c["blue"])]  # fmt: skip
+    if plot.is_phone(v):
+        rows = [("frame-level\n(KFold)", d["frame"], c["red"]),
+                ("participant-\nlevel (Group-\nKFold)", d["person"], c["blue"])]  # fmt: skip
     for y, (_, scores, col) in enumerate(rows):
         ax.barh(y, 100 * scores.mean(), color=col, height=0.55)
         ax.plot(100 * scores, np.full(len(scores), y), "o", color=c["fg"], ms=4)
@@ -406,7 +421,8 @@ def _(d, v):
     ax.axvline(100 * d["chance"], color=c["muted"], ls="--", lw=1)
     ax.text(100 * d["chance"] + 1, -0.45, "chance", color=c["muted"], fontsize=8)
     ax.set_yticks([0, 1], [r[0] for r in rows])
-    ax.set(xlabel="cross-validated accuracy (%); dots: the five folds", xlim=(0, 118),
+    ax.set(xlabel=plot.pick(v, "cross-validated accuracy (%); dots: the five folds",
+                            "cross-validated accuracy (%);\ndots: the five folds"), xlim=(0, 118),
            ylim=(-0.5, 1.5))  # fmt: skip
     return fig
 
