@@ -291,7 +291,7 @@ def _(d, v):
         d["pos"],
         lim,
         v,
-        title="3. + position table\n(50 × 8, sin-cos)",
+        title=plot.pick(v, "3. + position table\n(50 × 8, sin-cos)", "3. + positions\n(50 × 8)"),
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )
@@ -300,7 +300,7 @@ def _(d, v):
         d["with_pos"],
         lim,
         v,
-        title="4. = z₀, the encoder\ninput (50 × 8)",
+        title=plot.pick(v, "4. = z₀, the encoder\ninput (50 × 8)", "4. = z₀\n(50 × 8)"),
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )

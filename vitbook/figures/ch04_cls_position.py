@@ -67,9 +67,7 @@ def _(data, v):
     c = plot.colors(v)
     fig, axes = plot.subplots(v, 1, 3)
     lim = float(max(np.abs(data[k]).max() for k in ("tokens", "pos", "z0")))
-    titles = plot.pick(
-        v, ("[x_class; x_p E]", "E_pos", "z0 = sum"), ("[x_cls; x_p E]", "E_pos", "z0")
-    )
+    titles = plot.pick(v, ("[x_class; x_p E]", "E_pos", "z0 = sum"), ("tokens", "+ E_pos", "= z0"))
     ops = ("+", "=", None)
     n = data["tokens"].shape[0]
     for ax, key, title, op in zip(axes, ("tokens", "pos", "z0"), titles, ops, strict=True):
@@ -85,7 +83,7 @@ def _(data, v):
         # the CLS row's lower edge; a dark halo keeps it visible on the orange-ish CLS cells
         halo = [patheffects.withStroke(linewidth=3.2, foreground="black", alpha=0.8)]
         ax.axhline(0.5, color=c["highlight"], lw=1.6, path_effects=halo)
-        if op:
+        if op and not plot.is_phone(v):  # on the phone the titles carry the + and =
             ax.text(
                 1.06,
                 0.5,
@@ -249,7 +247,7 @@ def _(data, v):
             ax.set_yticks([0, 13])
             ax.tick_params(labelsize=8, length=2)
             if phone:  # four rows of two: each panel says which table and which patch
-                ax.set_title(f"{name}, patch ({r}, {cc})", fontsize=9, loc="center")
+                ax.set_title(f"{name}\npatch ({r}, {cc})", fontsize=9, loc="center")
                 if col % 2 == 0:
                     ax.set_ylabel("row", fontsize=9)
                 if col >= 2:

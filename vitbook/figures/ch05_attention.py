@@ -42,7 +42,7 @@ def worked_attention(*, scale: bool) -> dict[str, np.ndarray]:
     }
 
 
-@figure(chapter=5, id="worked-example", size=(7.2, 4.6), phone_size=8.4)
+@figure(chapter=5, id="worked-example", size=(7.2, 4.6), phone_size=10.0)
 def worked_example(rec):
     """One query against three keys, with and without the 1/sqrt(d_k) scale."""
     s = worked_attention(scale=True)
@@ -77,7 +77,7 @@ def _(data, v):
     outer = fig.add_gridspec(
         3,
         1,
-        height_ratios=[1.25, 2.0, 2.0] if phone else [1.25, 1.0, 1.0],
+        height_ratios=[1.25, 2.6, 2.6] if phone else [1.25, 1.0, 1.0],
         left=0.23 if phone else 0.1,
         right=0.96,
         top=0.95 if phone else 0.93,
@@ -86,7 +86,7 @@ def _(data, v):
     )
     keys = ["key 1", "key 2", "key 3"]
     # Row 1: the inputs.
-    top = outer[0].subgridspec(1, 3, width_ratios=[4, 4, 2], wspace=0.5)
+    top = outer[0].subgridspec(1, 3, width_ratios=[4, 4, 2.8] if phone else [4, 4, 2], wspace=0.5)
     ax = fig.add_subplot(top[0].subgridspec(2, 1, height_ratios=[1, 2])[0])
     plot.heatmap(
         ax,
@@ -128,9 +128,9 @@ def _(data, v):
     ax.set_title(plot.pick(v, "values V (3×2)", "V (3×2)"), fontsize=9)
 
     def path(spec, d, label, scaled):
-        if phone:  # two rows of two
-            grid = spec.subgridspec(2, 2, wspace=0.3, hspace=1.0)
-            row = [grid[i // 2, i % 2] for i in range(4)]
+        if phone:  # the scores side by side, the weights across, the output below
+            grid = spec.subgridspec(3, 2, wspace=0.3, hspace=1.0)
+            row = [grid[0, 0], grid[0, 1], grid[1, :], grid[2, 0]]
         else:
             row = spec.subgridspec(1, 4, width_ratios=[3, 3, 3, 2], wspace=0.3)
         panels = [("scores q·Kᵀ", d["scores"], "{:g}", "Blues", 0, 3, keys)]

@@ -608,9 +608,7 @@ def _(parts, v):
     ax.xaxis.set_major_formatter(
         plot.matplotlib.ticker.FuncFormatter(lambda val, _: f"{val / 1e6:.0f}M")
     )
-    ax.set_xlabel(
-        f"parameters in one ViT-B/16 block{plot.pick(v, ' ', chr(10))}({total:,} in all)"
-    )
+    ax.set_xlabel(f"parameters in one ViT-B/16 block{plot.pick(v, ' ', chr(10))}({total:,} in all)")
     return fig
 
 

@@ -75,7 +75,7 @@ def config_fields(cfg: ViTConfig) -> dict:
     }
 
 
-@figure(chapter=8, id="cost-calculator", size=(7.2, 4.0))
+@figure(chapter=8, id="cost-calculator", size=(7.2, 4.0), phone_size=5.4)
 def cost_calculator(rec):
     """Every preset's multiply-accumulates (attention matmuls counted) at three image sizes."""
     gmacs = {}
@@ -119,9 +119,17 @@ def _(d, v):
         ax.text(i + width / 2, 2e-3, f"{', '.join(sizes)}: not\nmultiples of P = {P}",
                 rotation=90, fontsize=7, ha="center", va="bottom", color=c["muted"])  # fmt: skip
     ax.set_yscale("log")
-    ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8)
+    ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8,
+                  rotation=plot.pick(v, 0, 90))  # fmt: skip
     ax.set_ylabel("GMACs per image (log scale)")
-    ax.set_title("Compute of each preset at three image sizes (vitbook.calc.macs)", fontsize=10)
+    ax.set_title(
+        plot.pick(
+            v,
+            "Compute of each preset at three image sizes (vitbook.calc.macs)",
+            "Compute of each preset\nat three image sizes",
+        ),
+        fontsize=10,
+    )
     ax.legend(loc="upper left")
     ax.grid(axis="y", which="major")
     return fig

@@ -314,12 +314,33 @@ def _(rows, v):
     ax.plot(s, pm, "-", color=c["blue"], lw=1.5)
     ax.plot(s, ms, "o", color=c["orange"], ms=7, zorder=5)
     plot.label_line(ax, s[-1], pq[-1], "prediction from\ntoken pairs (N+1)²", c["muted"])
-    plot.label_line(ax, s[-1], pm[-1], "prediction from\nthe MAC count", c["blue"])
-    plot.label_line(ax, s[-1], ms[-1], "measured\n(median)", c["orange"], va="top")
+    if plot.is_phone(v):  # little room on the right: one label above, one below
+        ax.annotate(
+            "prediction from\nthe MAC count",
+            (s[-1], pm[-1]),
+            xytext=(4, 4),
+            textcoords="offset points",
+            va="bottom",
+            fontsize=8.5,
+            color=c["blue"],
+        )
+        ax.annotate(
+            "measured\n(median)",
+            (s[-1], ms[-1]),
+            xytext=(6, -4),
+            textcoords="offset points",
+            va="top",
+            fontsize=8.5,
+            color=c["orange"],
+        )
+    else:
+        plot.label_line(ax, s[-1], pm[-1], "prediction from\nthe MAC count", c["blue"])
+        plot.label_line(ax, s[-1], ms[-1], "measured\n(median)", c["orange"], va="top")
     for x, y in zip(s, ms, strict=True):
         ax.annotate(f"{y:.0f}", (x, y), xytext=(-6, 6), textcoords="offset points",
                     ha="right", fontsize=8, color=c["orange"])  # fmt: skip
-    ax.set_xticks(s)
+    shown = plot.pick(v, s, s[::2] if len(s) > 4 else s)
+    ax.set_xticks(shown, labels=[str(x) for x in shown])
     ax.set_xlim(s[0] - 20, s[-1] + 110)
     ax.set_yscale("log")  # equal ratios, equal heights: the predictions are ratios
     lo, hi = min(ms + pm) * 0.6, max(pq) * 1.6
@@ -424,19 +445,27 @@ def _(d, v):
     ink = "#ffffff" if not v.dark else "#111111"
     ax.text(14, 0.17, "qkv + output projections", color=ink, fontsize=9)
     ax.text(14, 0.62, "MLP (fc1, fc2)", color=ink, fontsize=10, fontweight="bold")
-    ax.text(7000, 0.5, "Q Kᵀ and A V", color=ink, fontsize=9, ha="center")
+    phone = plot.is_phone(v)
+    ax.text(9000 if phone else 7000, 0.5, plot.pick(v, "Q Kᵀ and A V", "Q Kᵀ\nand A V"), color=ink,
+            fontsize=9, ha="center")  # fmt: skip
     all_attn, matmuls = d["cross"]
     for x, label, ha, k in ((all_attn, "all attention = MLP", "right", 0.93),
                             (matmuls, "matmuls alone = MLP", "left", 1.07)):  # fmt: skip
         ax.axvline(x, color=ink, lw=1.2, ls=":")
+        if phone:  # both to the left of their lines, one above the other
+            y = 0.97 if ha == "right" else 0.80
+            ax.text(x * 0.93, y, f"{label.replace(' = ', chr(10) + '= ')}\nT = {x:,}", ha="right",
+                    va="top", fontsize=8.5, color=ink)  # fmt: skip
+            continue
         ax.text(x * k, 0.97, f"{label}\nT = {x:,}", ha=ha, va="top", fontsize=8.5, color=ink)
-    for size, (tt, _, _) in d["marks"].items():
-        ax.annotate(f"{size}", (tt, 0), xytext=(0, -27), textcoords="offset points",
+    for k, (size, (tt, _, _)) in enumerate(d["marks"].items()):
+        dy = -27 - (10 if phone and k % 2 else 0)  # staggered where they crowd
+        ax.annotate(f"{size}", (tt, 0), xytext=(0, dy), textcoords="offset points",
                     ha="center", fontsize=8, color=c["fg"],
                     arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 0.8})  # fmt: skip
     ax.set_xlabel(plot.pick(v, "sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, "
                             "384 and 512 pixels", "sequence length T = N + 1 (log scale);\narrows: "
-                            "ViT-B/16 at 224, 384 and 512 pixels"), labelpad=14)  # fmt: skip
+                            "ViT-B/16 at 224, 384 and 512 pixels"), labelpad=plot.pick(v, 14, 24))  # fmt: skip
     ax.set_ylabel("share of one block's MACs")
     return fig
 
