@@ -463,9 +463,12 @@ def _(d, v):
         ax.annotate(f"{size}", (tt, 0), xytext=(0, dy), textcoords="offset points",
                     ha="center", fontsize=8, color=c["fg"],
                     arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 0.8})  # fmt: skip
-    ax.set_xlabel(plot.pick(v, "sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, "
-                            "384 and 512 pixels", "sequence length T = N + 1 (log scale);\narrows: "
-                            "ViT-B/16 at 224, 384 and 512 pixels"), labelpad=plot.pick(v, 14, 24))  # fmt: skip
+    xlabel = plot.pick(
+        v,
+        "sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, 384 and 512 pixels",
+        "sequence length T = N + 1 (log scale);\narrows: ViT-B/16 at 224, 384 and 512 pixels",
+    )
+    ax.set_xlabel(xlabel, labelpad=plot.pick(v, 14, 24))
     ax.set_ylabel("share of one block's MACs")
     return fig
 

@@ -223,9 +223,12 @@ def _(d, v):
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([str(s) for s in sizes])
     ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
-    ax.set(xlabel=plot.pick(v, "training images of the new task (log scale); same steps for every run",
-                            "training images of the new task (log scale);\nsame steps for every run"),
-           ylabel="test accuracy (%)", ylim=(0, 102))  # fmt: skip
+    xlabel = plot.pick(
+        v,
+        "training images of the new task (log scale); same steps for every run",
+        "training images of the new task (log scale);\nsame steps for every run",
+    )
+    ax.set(xlabel=xlabel, ylabel="test accuracy (%)", ylim=(0, 102))
     ax.grid(axis="y")
     return fig
 
