@@ -236,7 +236,8 @@ def _(d, v):
     ax.set_xlim(0.6, L + 1.3)
     top = 1.2 * max(dist.max(), d["uniform"], d["rdist"].max())
     ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, top))
-    ax.text(0.02, 0.04, "dots: the heads of the trained model; ×: random weights",
+    note = "dots: the heads of the trained model; ×: random weights"
+    ax.text(0.02, 0.04, note.replace("; ", ";\n") if plot.is_phone(v) else note,
             fontsize=8, color=c["fg"], transform=ax.transAxes)  # fmt: skip
     return fig
 
