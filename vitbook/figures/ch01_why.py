@@ -144,7 +144,7 @@ def _(data, v):
     ax.axvline(data["cnn_rf"] - 1, color=c["muted"], lw=1, ls="--")
     ax.text(
         data["cnn_rf"] + 1,
-        40,
+        plot.pick(v, 40, 55),  # on the phone the text is wider: above the staircase
         f"SmallCNN's whole\nreach: {data['cnn_rf']} px",
         color=c["muted"],
         fontsize=8.5,

@@ -114,10 +114,17 @@ def _(d, v):
         for i, val in enumerate(vals):
             if np.isnan(val):
                 refused.setdefault(i, []).append(str(size))
+    notes = []
     for i, sizes in refused.items():
         P = PRESETS[names[i]].patch_size
+        if plot.is_phone(v):  # no room beside the bars: said below the axis instead
+            notes.append(f"{_label(names[i])}: no bar at {' and '.join(sizes)} px\n"
+                         f"(not multiples of P = {P})")  # fmt: skip
+            continue
         ax.text(i + width / 2, 2e-3, f"{', '.join(sizes)}: not\nmultiples of P = {P}",
                 rotation=90, fontsize=7, ha="center", va="bottom", color=c["muted"])  # fmt: skip
+    if notes:
+        ax.set_xlabel("\n".join(notes), fontsize=8, color=c["muted"])
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8,
                   rotation=plot.pick(v, 0, 90))  # fmt: skip

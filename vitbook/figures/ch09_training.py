@@ -419,8 +419,12 @@ def _(d, v):
     for y, (_, scores, col) in enumerate(rows):
         ax.barh(y, 100 * scores.mean(), color=col, height=0.55)
         ax.plot(100 * scores, np.full(len(scores), y), "o", color=c["fg"], ms=4)
-        ax.text(100 * max(scores.mean(), scores.max()) + 2, y, f"mean {100 * scores.mean():.0f}%",
-                va="center", fontsize=9)  # fmt: skip
+        if plot.is_phone(v):  # inside the bar: beside it the label would cover the dots
+            ax.text(2, y - 0.2, f"mean {100 * scores.mean():.0f}%", va="center", fontsize=9,
+                    color="white" if not v.dark else "#111111")  # fmt: skip
+        else:
+            ax.text(100 * max(scores.mean(), scores.max()) + 2, y,
+                    f"mean {100 * scores.mean():.0f}%", va="center", fontsize=9)  # fmt: skip
     ax.axvline(100 * d["chance"], color=c["muted"], ls="--", lw=1)
     ax.text(100 * d["chance"] + 1, -0.45, "chance", color=c["muted"], fontsize=8)
     ax.set_yticks([0, 1], [r[0] for r in rows])
