@@ -508,7 +508,7 @@ def test_the_engine_imports_nothing_of_the_book() -> None:
 
 
 def test_share_runs_copies_only_what_the_destination_lacks(tmp_path: Path) -> None:
-    from vitbook.engine.cli import share_runs
+    from vitbook.engine.cache import share_runs
 
     src, dest = tmp_path / "src", tmp_path / "dest"
     (src / "runs").mkdir(parents=True)

@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from .deps import source_key
 
 MAGIC = b"VITBOOK1"
+#: The folder of a cache that holds training runs (``@cached``); results sit beside it.
+RUN_DIR = "runs"
 T = TypeVar("T")
 
 
@@ -138,7 +140,7 @@ def cached(fn: Callable[..., T]) -> Callable[..., T]:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         key = run_key(fn, bound.arguments)
-        path = cache_dir() / "runs" / f"{fn.__qualname__}-{key}.pkl"
+        path = cache_dir() / RUN_DIR / f"{fn.__qualname__}-{key}.pkl"
         start = time.perf_counter()
         value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
         RUNS.setdefault(fn.__qualname__, (time.perf_counter() - start, hit))
@@ -150,3 +152,15 @@ def cached(fn: Callable[..., T]) -> Callable[..., T]:
 def run_key(fn: Callable[..., Any], arguments: dict[str, Any]) -> str:
     """The key of a cached run of ``fn`` with these bound ``arguments`` (defaults applied)."""
     return source_key(fn.__module__, fn.__qualname__, sorted(arguments.items()))
+
+
+def share_runs(src: Path, dest: Path) -> int:
+    """Copy the run cache entries of cache ``src`` that cache ``dest`` lacks (atomically, so a
+    reader of ``dest`` never sees half a file); return how many were copied."""
+    copied = 0
+    for entry in sorted((src / RUN_DIR).glob("*.pkl")):
+        target = dest / RUN_DIR / entry.name
+        if not target.exists():
+            atomic_write(target, entry.read_bytes())
+            copied += 1
+    return copied

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import runtime
+from . import cache, runtime
 from .build import Outcome, build, figures_dir, read_manifest, stale
 from .registry import discover
 
@@ -197,20 +197,6 @@ def run_build(keys: list[str], *, force: bool, jobs: int, prune: bool) -> int:
     return 1 if failed else 0
 
 
-def share_runs(src: Path, dest: Path) -> int:
-    """Copy the run cache entries of cache ``src`` that cache ``dest`` lacks (atomically, so a
-    reader of ``dest`` never sees half a file); return how many were copied."""
-    from .cache import atomic_write
-
-    copied = 0
-    for entry in sorted((src / "runs").glob("*.pkl")):
-        target = dest / "runs" / entry.name
-        if not target.exists():
-            atomic_write(target, entry.read_bytes())
-            copied += 1
-    return copied
-
-
 def verify(keys: list[str], args: argparse.Namespace) -> int:
     """``python -m vitbook verify``: a cold build compared with the committed figures."""
     from . import verify as rules
@@ -234,7 +220,7 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
             status = run_build(keys, force=True, jobs=args.jobs, prune=False)
             seconds = time.perf_counter() - start
             if args.share_runs is not None:
-                shared = share_runs(Path(tmp) / "cache", args.share_runs)
+                shared = cache.share_runs(Path(tmp) / "cache", args.share_runs)
                 print(f"shared {shared} training run(s) with {args.share_runs}/")
             print(
                 f"cold build: {seconds:.0f} s for {len(keys)} items, {args.jobs} job(s) x "
