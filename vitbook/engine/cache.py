@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import portable as _portable
 from .deps import source_key
 
 MAGIC = b"VITBOOK1"
@@ -123,8 +124,12 @@ def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
 RUNS: dict[str, tuple[float, bool]] = {}
 
 
-def cached(fn: Callable[..., T]) -> Callable[..., T]:
+def cached(fn: Callable[..., T], *, portable: bool = False) -> Callable[..., T]:
     """Cache an expensive function (a training run) on disk, keyed like a figure.
+
+    With ``portable=True`` the run is computed in a child process on code paths that give the
+    same bits on every x86-64 CPU (:mod:`vitbook.engine.portable`); ``fn`` must then be a
+    module-level function, and its key also covers those paths.
 
     The key covers the code the run executes (the function's module and everything it
     imports, not the chapter that calls it), the environment (library versions, Python,
@@ -139,19 +144,25 @@ def cached(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(*args: Any, **kwargs: Any) -> T:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        key = run_key(fn, bound.arguments)
+        key = run_key(fn, bound.arguments, portable)
         path = cache_dir() / RUN_DIR / f"{fn.__qualname__}-{key}.pkl"
         start = time.perf_counter()
-        value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
+        if portable:
+            value, hit = get_or_compute(path, lambda: _portable.call(fn, bound.arguments))
+        else:
+            value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
         RUNS.setdefault(fn.__qualname__, (time.perf_counter() - start, hit))
         return value
 
     return wrapper
 
 
-def run_key(fn: Callable[..., Any], arguments: dict[str, Any]) -> str:
-    """The key of a cached run of ``fn`` with these bound ``arguments`` (defaults applied)."""
-    return source_key(fn.__module__, fn.__qualname__, sorted(arguments.items()))
+def run_key(fn: Callable[..., Any], arguments: dict[str, Any], portable: bool = False) -> str:
+    """The key of a cached run of ``fn`` with these bound ``arguments`` (defaults applied);
+    a portable run's key also covers the code paths it is held to."""
+    held = [sorted(_portable.ENV.items()), inspect.getsource(_portable._child)]
+    extra = held if portable else []
+    return source_key(fn.__module__, fn.__qualname__, sorted(arguments.items()), *extra)
 
 
 def share_runs(src: Path, dest: Path) -> int:

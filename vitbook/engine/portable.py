@@ -1,0 +1,87 @@
+"""Runs that give the same bits on every x86-64 machine, whatever SIMD its CPU has.
+
+A training run is chaotic: a last-bit difference in one matrix product grows over thousands of
+steps until the final accuracy differs by points. Left to themselves, PyTorch, MKL and oneDNN
+pick the widest vector code the CPU offers (AVX-512 on one machine, AVX2 on another), and
+those sum in different orders. The book's pre-training run, computed so, reached accuracies
+several points apart on two kinds of machine, and every result built on it moved with it.
+
+:func:`call` runs a function in a child process whose libraries are held to code paths that
+every x86-64 CPU executes alike (:data:`ENV`, and oneDNN switched off so that convolutions and
+matrix products go through MKL):
+
+* ``ATEN_CPU_CAPABILITY=default``: PyTorch's plain kernels instead of its AVX2/AVX-512 ones;
+* ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its SSE2 branch,
+  which Intel documents as giving the same results on Intel and compatible (AMD) processors;
+* one thread (:data:`vitbook.engine.runtime.THREADS`), so reductions are never split
+  differently.
+
+This costs time (the plain kernels and the SSE2 branch are several times slower; the build
+report gives the seconds), so only the run that everything else is built on uses it
+(``vitbook.runs.pretrained_shapes_vit``). ``tests/test_portable.py`` hides the CPU's AVX,
+AVX2, FMA and AVX-512 from glibc, oneDNN and MKL and checks that the bits do not move.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import runtime
+
+#: What the child process is started with (before it loads any library).
+ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+def call(fn: Callable[..., Any], arguments: dict[str, Any], extra_env: dict | None = None) -> Any:
+    """``fn(**arguments)`` computed in a child process on the portable code paths, under the
+    book's conditions (:func:`vitbook.engine.runtime.book_conditions`). ``fn`` must be a
+    module-level function; ``extra_env`` is for tests. The child's output goes to this
+    process's stdout and stderr; a failure in it raises ``subprocess.CalledProcessError``."""
+    root = Path(__file__).resolve().parents[2]  # the folder that holds the vitbook package
+    env = dict(os.environ, **(extra_env or {}), **ENV)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    with tempfile.TemporaryDirectory(prefix="vitbook-portable-") as tmp:
+        job, out = Path(tmp) / "job.pkl", Path(tmp) / "out.pkl"
+        job.write_bytes(pickle.dumps((fn.__module__, fn.__qualname__, arguments)))
+        subprocess.run([sys.executable, "-m", __name__, str(job), str(out)], env=env, check=True)
+        return pickle.loads(out.read_bytes())
+
+
+def conditions() -> dict[str, Any]:
+    """The code paths this process computes on (what :func:`call` promises, made visible)."""
+    import torch
+
+    return {
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "mkldnn": torch.backends.mkldnn.enabled,
+        "MKL_CBWR": os.environ.get("MKL_CBWR"),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def _child(job: Path, out: Path) -> None:
+    runtime.pin_environment()  # before torch loads
+    import torch
+
+    torch.backends.mkldnn.enabled = False
+    if torch.backends.cpu.get_cpu_capability() != "DEFAULT":
+        raise RuntimeError("ATEN_CPU_CAPABILITY=default did not take effect")
+    module, qualname, arguments = pickle.loads(job.read_bytes())
+    fn = importlib.import_module(module)
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    with runtime.book_conditions():
+        value = fn(**arguments)
+    out.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+if __name__ == "__main__":
+    _child(Path(sys.argv[1]), Path(sys.argv[2]))
