@@ -51,11 +51,14 @@ def fig(rec):
     rec.fact("answer", {expr})
     return [1, 3, 2, {expr}]
 
+def _title(name):
+    return name
+
 @fig.draw
 def _(data, v):
     fig, ax = plot.subplots(v)
     ax.plot(data)
-    ax.set_title("{id}")
+    ax.set_title(_title("{id}"))
     return fig
 
 @facts(chapter={ch}, id="{id}-facts")
@@ -148,7 +151,7 @@ def test_warm_build_computes_nothing(book: Path) -> None:
 def test_changing_one_chapter_reruns_only_that_chapter(book: Path) -> None:
     run(book, "figures")
     with open(book / "vitbook/figures/ch90_alpha.py", "a") as f:
-        f.write("\n# an edit\n")
+        f.write("\nEDITED = True\n")
     assert run(book, "figures", "--check", check=False).returncode == 1
     after = statuses(run(book, "figures").stdout)
     assert after == {
@@ -204,7 +207,10 @@ def test_two_clean_builds_are_byte_identical(book: Path, tmp_path_factory) -> No
         "ch90/alpha.svg",
         "ch90/alpha.dark.png",
         "ch90/alpha.dark.svg",
+        "ch90/alpha.phone.png",
+        "ch90/alpha.phone.dark.png",
     } <= names
+    assert not any(".phone" in n and n.endswith(".svg") for n in names)
 
 
 @builds
@@ -263,6 +269,96 @@ def test_killed_build_leaves_no_partial_file_and_the_next_build_finishes_the_job
     resumed = statuses(run(book, "figures").stdout)
     assert resumed["ch92/gamma"] == "computed"
     assert snapshot(book / "figures") == clean  # and the killed build's temp files are gone
+
+
+@builds
+def test_editing_a_draw_function_redraws_without_recomputing(book: Path) -> None:
+    run(book, "figures")
+    alpha = book / "vitbook/figures/ch90_alpha.py"
+    src = alpha.read_text()
+    for old, new in (
+        ("ax.plot(data)", "ax.plot(data, lw=1)"),  # the draw function
+        ("    return name", "    return name.upper()"),  # a private helper only it calls
+    ):
+        alpha.write_text(src.replace(old, new))
+        proc = run(book, "figures", "--check", check=False)
+        assert stale_names(proc.stdout) == {"ch90/alpha"}, proc.stdout
+        assert "(rendering changed)" in proc.stdout
+        after = statuses(run(book, "figures").stdout)
+        assert after["ch90/alpha"] == "redrawn" and after["ch90/alpha-facts"] == "cached", after
+        assert run(book, "figures", "--check", check=False).returncode == 0
+        src = alpha.read_text()
+    # the house style (vitbook/plot.py, DRAWING_ONLY) redraws every figure, recomputes nothing
+    with open(book / "vitbook/plot.py", "a") as f:
+        f.write("\n# a restyle\n")
+    after = statuses(run(book, "figures").stdout)
+    assert after == {k: "redrawn" if "facts" not in k else "cached" for k in ALL}, after
+    # the compute function recomputes
+    alpha.write_text(src.replace("return [1, 3, 2,", "return [1, 3, 3,"))
+    after = statuses(run(book, "figures").stdout)
+    assert after["ch90/alpha"] == "computed" and after["ch91/beta"] == "cached"
+
+
+@builds
+def test_every_figure_has_phone_files_with_readable_text(book: Path) -> None:
+    run(book, "figures")
+    manifest = json.loads((book / "figures/manifest.json").read_text())
+    entry = manifest["ch90/alpha"]
+    for name in ("ch90/alpha.phone.png", "ch90/alpha.phone.dark.png"):
+        assert name in entry["files"]
+        assert entry["text"][name]["width_in"] == 3.8
+        assert entry["text"][name]["min_font_pt"] >= 8
+    from PIL import Image
+
+    with Image.open(book / "figures/ch90/alpha.phone.png") as im:
+        assert im.width == round(3.8 * 150)
+
+
+def test_compute_source_leaves_out_drawing_code(tmp_path: Path, monkeypatch) -> None:
+    from vitbook.engine import deps
+
+    body = """
+from x import figure
+
+def _style():
+    return "bold"
+
+def _shared():
+    return 1
+
+@figure(chapter=1, id="a", size=(1, 1), phone_size=(3.8, 2.5))
+def fig(rec):
+    return _shared()
+
+@fig.draw
+def _(data, v):
+    return _style() + str(_shared())
+"""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def source(text: str, n=[0]) -> bytes:  # noqa: B006 - a counter: a fresh module each call
+        n[0] += 1
+        (tmp_path / f"vbtest_cs_{n[0]}.py").write_text(text)
+        return deps.compute_source(f"vbtest_cs_{n[0]}")
+
+    base = source(body)
+    same = {
+        "the draw function": body.replace("str(_shared())", "'x'"),
+        "a private helper only drawing calls": body.replace('"bold"', '"italic"'),
+        "the sizes": body.replace("(1, 1)", "(2, 2)").replace("2.5", "4"),
+        "a comment and formatting": body.replace("return 1", "return (\n  1  # one\n)"),
+    }
+    for what, text in same.items():
+        assert source(text) == base, f"editing {what} changed the compute key"
+    changed = {
+        "the compute function": body.replace("return _shared()", "return _shared() + 1"),
+        "a helper compute calls": body.replace("return 1", "return 2"),
+        "the figure's id": body.replace('id="a"', 'id="b"'),
+    }
+    for what, text in changed.items():
+        assert source(text) != base, f"editing {what} left the compute key as it was"
+    (tmp_path / "vbtest_cs_only.py").write_text("DRAWING_ONLY = True\nX = 1\n")
+    assert deps.compute_source("vbtest_cs_only") == b""
 
 
 def test_cli_rejects_bad_input_with_status_2_and_the_valid_choices(book: Path) -> None:
@@ -460,6 +556,10 @@ def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller
     assert run_report(first.stdout) == [("train", "trained")]
     assert len(list((book / ".cache/runs").glob("train-*.pkl"))) == 1  # f(500), f(epochs=500), f()
     chapter.write_text(RUN_CHAPTER.format(colour="C1"))  # a colour change must not retrain
+    second = run(book, "figures", "--chapter", "93")
+    assert statuses(second.stdout)["ch93/delta"] == "redrawn"  # nor even recompute
+    assert run_report(second.stdout) == []
+    chapter.write_text(RUN_CHAPTER.format(colour="C1").replace("[1, 2]", "[2, 1]"))
     second = run(book, "figures", "--chapter", "93")
     assert statuses(second.stdout)["ch93/delta"] == "computed"
     assert run_report(second.stdout) == [("train", "cached")]

@@ -1,9 +1,12 @@
 """The house style and the drawing helpers every chapter reuses.
 
-Figures are drawn twice, on a light and on a dark page. Every helper takes the
+Figures are drawn on a light and on a dark page, each at the text column's width and at a
+phone's (``v.phone``: 3.8 in, larger text, no text under 8 pt). Every helper takes the
 variant ``v`` (``v.dark`` says which) and an ``ax``, draws, and returns what it drew,
 in the manner of matplotlib's annotated-heatmap gallery example. Few colours,
-direct labels instead of legends, units on every axis, text readable at phone width.
+direct labels instead of legends, units on every axis, text readable at phone width:
+:func:`is_phone`, :func:`pick` and ``subplots(..., phone_cols=)`` help a figure lay itself
+out again for the phone (fewer columns, fewer ticks, shorter labels).
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+
+#: This module only draws: computations never call it, so the engine leaves it out of their
+#: keys (editing the house style redraws every figure and recomputes nothing). Keep it so.
+DRAWING_ONLY = True
 
 #: Page colours of Material's default (light) and slate (dark) schemes, and the inks on them.
 THEMES: dict[str, dict[str, str]] = {
@@ -59,8 +66,27 @@ def colors(v: Any) -> dict[str, str]:
     return THEMES["dark" if dark else "light"]
 
 
+def is_phone(v: Any) -> bool:
+    """Whether ``v`` is a phone variant (a narrow figure, 3.8 in)."""
+    return bool(getattr(v, "phone", False))
+
+
+def pick(v: Any, desktop: Any, phone: Any) -> Any:
+    """``phone`` for a phone variant, ``desktop`` otherwise: ``pick(v, "learning rate", "lr")``."""
+    return phone if is_phone(v) else desktop
+
+
+#: Font sizes (points) at the text column's width, and at a phone's (larger against the
+#: narrower figure; nothing under 8 pt).
+FONTS = {
+    False: {"title": 11, "label": 10, "tick": 9, "legend": 9, "base": 10},
+    True: {"title": 9.5, "label": 9, "tick": 8, "legend": 8, "base": 9},
+}
+
+
 def rc(v: Any) -> dict[str, Any]:
     c = colors(v)
+    f = FONTS[is_phone(v)]
     return {
         "figure.facecolor": c["bg"],
         "axes.facecolor": c["bg"],
@@ -77,24 +103,31 @@ def rc(v: Any) -> dict[str, Any]:
         "axes.prop_cycle": matplotlib.cycler(color=[c[k] for k in CYCLE]),
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "axes.titlesize": 11,
+        "axes.titlesize": f["title"],
         "axes.titleweight": "bold",
         "axes.titlelocation": "left",
-        "axes.labelsize": 10,
-        "xtick.labelsize": 9,
-        "ytick.labelsize": 9,
-        "legend.fontsize": 9,
+        "axes.labelsize": f["label"],
+        "xtick.labelsize": f["tick"],
+        "ytick.labelsize": f["tick"],
+        "legend.fontsize": f["legend"],
         "legend.frameon": False,
-        "font.size": 10,
-        "lines.linewidth": 2.0,
-        "lines.markersize": 5,
+        "font.size": f["base"],
+        "lines.linewidth": pick(v, 2.0, 1.6),
+        "lines.markersize": pick(v, 5, 4),
         "image.cmap": "viridis",
         "figure.dpi": 100,
     }
 
 
-def subplots(v: Any, nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+def subplots(
+    v: Any, nrows: int = 1, ncols: int = 1, *, phone_cols: int | None = None, **kwargs: Any
+) -> tuple[Figure, Any]:
     """A new figure in the house style at the variant's size (``v.size`` in inches).
+
+    With ``phone_cols``, a phone variant lays the ``nrows * ncols`` panels out in rows of
+    ``phone_cols`` instead (in reading order; a short last row's panels widen to fill it when
+    they can), and returns them in the shape the desktop layout has, so the drawing code is
+    the same for both. (``width_ratios``/``height_ratios`` apply to the desktop grid only.)
 
     The style is applied to the global rcParams, so that every artist drawn afterwards
     inherits it; the engine restores rcParams after each drawing.
@@ -102,7 +135,39 @@ def subplots(v: Any, nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Fig
     plt.rcParams.update(rc(v))
     kwargs.setdefault("layout", "constrained")
     size = getattr(v, "size", None) or (7.0, 4.0)
-    return plt.subplots(nrows, ncols, figsize=size, **kwargs)
+    if not is_phone(v) or not phone_cols or phone_cols >= ncols:
+        return plt.subplots(nrows, ncols, figsize=size, **kwargs)
+    n = nrows * ncols
+    rows = -(-n // phone_cols)
+    squeeze = kwargs.pop("squeeze", True)
+    share = {k: kwargs.pop(k, False) for k in ("sharex", "sharey")}
+    gridspec_kw = dict(kwargs.pop("gridspec_kw", {}))
+    subplot_kw = kwargs.pop("subplot_kw", {})
+    for ratios in ("width_ratios", "height_ratios"):  # they describe the desktop grid
+        kwargs.pop(ratios, None)
+        gridspec_kw.pop(ratios, None)
+    fig = plt.figure(figsize=size, **kwargs)
+    grid = fig.add_gridspec(rows, phone_cols, **gridspec_kw)
+    flat: list[Axes] = []
+    for i in range(n):
+        r, col = divmod(i, phone_cols)
+        last = n - r * phone_cols  # panels in this row, if it is the last (short) one
+        span = phone_cols // last if last < phone_cols and phone_cols % last == 0 else 1
+        first = flat[0] if flat else None
+        flat.append(
+            fig.add_subplot(
+                grid[r, col * span : (col + 1) * span],
+                sharex=first if share["sharex"] else None,
+                sharey=first if share["sharey"] else None,
+                **subplot_kw,
+            )
+        )
+    axes = np.empty(n, dtype=object)
+    axes[:] = flat
+    axes = axes.reshape(nrows, ncols)
+    if squeeze:
+        axes = axes.item() if n == 1 else axes.squeeze()
+    return fig, axes
 
 
 def new_figure(v: Any, **kwargs: Any) -> Figure:

@@ -35,6 +35,7 @@
 
 // Figures: each comes in a light and a dark variant; the one the current theme hides keeps its
 // file names in data-vb-src/data-vb-srcset, so it is downloaded only when the reader switches.
+// Every <source> of the picture is filled in, the phone variant's (media query) included.
 (() => {
   const fill = () => {
     const scheme = document.body.getAttribute("data-md-color-scheme");

@@ -32,16 +32,24 @@ from .deps import file_digest, source_key
 from .registry import Item, Recorder, discover
 
 DPI = 150
+#: The phone variants' resolution: 3.8 in at 150 dpi is 570 px, about 1.6 device pixels per
+#: CSS pixel of a 390 px phone's column, and keeps the files light.
+PHONE_DPI = 150
+#: No text in a phone variant is smaller than this (points): at 3.8 in across a 390 px phone's
+#: column it is displayed at about 10 CSS px. The engine raises smaller text to it.
+PHONE_MIN_FONT_PT = 8.0
 THEMES = ("light", "dark")
 SVG_SALT = "vitbook"
 
 
 @dataclass(frozen=True)
 class Variant:
-    """What a draw function is told: the theme and the figure's size in inches."""
+    """What a draw function is told: the theme, the figure's size in inches, and whether this
+    is the phone variant (narrower, for a single column of about 360 CSS px)."""
 
     name: str
     size: tuple[float, float]
+    phone: bool = False
 
     @property
     def dark(self) -> bool:
@@ -95,11 +103,15 @@ def render_code() -> str:
         [
             Variant,
             render,
+            variants,
             file_names,
+            raise_small_text,
             shrink_png,
             stable_svg,
             explorer,
             DPI,
+            PHONE_DPI,
+            PHONE_MIN_FONT_PT,
             THEMES,
             SVG_SALT,
             _NUMBER.pattern,
@@ -121,19 +133,42 @@ def project_root() -> Path:
 
 
 def compute_key(item: Item) -> str:
-    """What the computation depends on: its module's import closure, its declared inputs, the
-    environment and the engine code that runs it and records its facts."""
+    """What the computation depends on: its module's import closure without its drawing code
+    (see :func:`vitbook.engine.deps.compute_source`), its declared inputs, the environment and
+    the engine code that runs it and records its facts. Restyling a figure leaves it alone, so
+    the figure is redrawn from the cached result (a timing is not measured again)."""
     inputs = file_digest(item_inputs(item)) if item.inputs else ""
-    return source_key(item.module, item.key, inputs, compute_code())
+    return source_key(item.module, item.key, inputs, compute_code(), compute_only=True)
 
 
 def item_key(item: Item) -> str:
-    """What the files depend on: the computation and, for a figure, its size and the rendering
-    code (an item without a figure writes no file: its key is its computation's)."""
+    """What the files depend on: the computation and, for a figure, the whole source of its
+    module's import closure (drawing code included), its sizes and the rendering code (an item
+    without a figure writes no file: its key is its computation's)."""
     if not item.is_figure:
         return compute_key(item)
-    parts = [compute_key(item), repr(item.size), render_code()]
+    parts = [
+        compute_key(item),
+        source_key(item.module, item.key),
+        repr(item.size),
+        repr(item.phone_size),
+        render_code(),
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def variants(item: Item) -> list[tuple[Variant, str, tuple[str, ...]]]:
+    """What :func:`render` draws, in order: each variant, its file stem suffix and formats.
+    The desktop variants come as PNG and SVG; the phone ones as PNG only (pages link the
+    desktop SVGs)."""
+    out = []
+    for phone in (False, True):
+        size = item.phone_size if phone else item.size
+        for theme in THEMES:
+            suffix = (".phone" if phone else "") + ("" if theme == "light" else ".dark")
+            formats = ("png",) if phone else ("png", "svg")
+            out.append((Variant(theme, size, phone), suffix, formats))
+    return out
 
 
 def file_names(item: Item) -> list[str]:
@@ -141,9 +176,7 @@ def file_names(item: Item) -> list[str]:
     if not item.is_figure:
         return []
     stem = f"ch{item.chapter:02d}/{item.id}"
-    names = [
-        f"{stem}{'' if t == 'light' else '.dark'}.{ext}" for t in THEMES for ext in ("png", "svg")
-    ]
+    names = [f"{stem}{suffix}.{ext}" for _, suffix, formats in variants(item) for ext in formats]
     if item.export_fn is not None:
         names.append(f"{stem}.explorer.bin")
     return names
@@ -181,7 +214,8 @@ def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
 
 
 def render(item: Item, data: Any) -> dict[str, bytes]:
-    """Draw ``data`` in every theme and return the encoded files by name."""
+    """Draw ``data`` in every variant (see :func:`variants`) and return the encoded files by
+    name."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -189,12 +223,16 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
 
     out: dict[str, bytes] = {}
     names = iter(file_names(item))
-    for theme in THEMES:
+    metas = {"png": {"Software": None}, "svg": {"Date": None}}
+    for variant, _suffix, formats in variants(item):
         with matplotlib.rc_context({"svg.hashsalt": SVG_SALT, "svg.fonttype": "path"}):
-            fig = item.draw_fn(data, Variant(theme, item.size))
-            for fmt, meta in (("png", {"Software": None}), ("svg", {"Date": None})):
+            fig = item.draw_fn(data, variant)
+            if variant.phone:
+                raise_small_text(fig, PHONE_MIN_FONT_PT)
+            for fmt in formats:
                 buf = io.BytesIO()
-                fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+                dpi = PHONE_DPI if variant.phone else DPI
+                fig.savefig(buf, format=fmt, dpi=dpi, metadata=metas[fmt])
                 blob = buf.getvalue()
                 name = next(names)
                 out[name] = shrink_png(blob) if fmt == "png" else stable_svg(blob)
@@ -203,6 +241,24 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
     if item.export_fn is not None:
         out[next(names)] = explorer.encode(item.export_fn(data))
     return out
+
+
+def raise_small_text(fig: Any, floor: float) -> None:
+    """Raise every text of ``fig`` smaller than ``floor`` points to ``floor`` (tick labels
+    included, which exist only once the figure is drawn), so that no phone file carries text
+    too small to read whatever its draw function asked for."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    for ax in fig.get_axes():
+        for axis, which in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+            for minor in (False, True):
+                ticks = axis.get_minor_ticks() if minor else axis.get_major_ticks()
+                if any(t.label1.get_fontsize() < floor for t in ticks[:1]):
+                    ax.tick_params(axis=which, which="minor" if minor else "major", labelsize=floor)
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < floor:
+            t.set_fontsize(floor)
 
 
 #: ``file name -> {"width_in", "min_font_pt"}`` of the files :func:`render` drew last; the

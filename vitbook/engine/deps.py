@@ -6,6 +6,13 @@ declare (a module-level ``INPUTS`` list, see :func:`declared_inputs`), the figur
 parameters and the environment that can change a number or a pixel (:func:`environment`:
 library versions, the Python version, the thread count and the device). Editing a module
 therefore invalidates exactly the figures that can see it, and nothing else.
+
+A computation's key (:func:`source_key` with ``compute_only=True``) leaves drawing code out,
+so that restyling a figure redraws it without recomputing its numbers (some of which are
+wall-clock timings): the bodies of the functions registered with ``@<item>.draw`` or
+``@<item>.export``, the module's private helpers that only those functions call
+(:func:`compute_source`), and whole modules that declare ``DRAWING_ONLY = True`` (the house
+style, ``vitbook.plot``). The key of a figure's files still hashes all of it.
 """
 
 from __future__ import annotations
@@ -129,13 +136,110 @@ def file_digest(paths: tuple[Path, ...] | list[Path]) -> str:
     return h.hexdigest()
 
 
-def source_key(module: str, *extra: object) -> str:
+#: Decorators (``@<item>.draw``, ``@<item>.export``) whose functions shape files, not results.
+DRAWING_DECORATORS = ("draw", "export")
+#: Arguments of a registering decorator that shape files, not results (hashed by the item key).
+DRAWING_KEYWORDS = ("size", "phone_size")
+
+
+def _module_flag(tree: ast.Module, flag: str) -> bool:
+    """Whether the module assigns ``flag = True`` at top level."""
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == flag for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is True
+        ):
+            return True
+    return False
+
+
+@cache
+def _imported_names(root: str) -> frozenset[tuple[str, str]]:
+    """``(module, name)`` for every ``from module import name`` in package ``root``'s files."""
+    pkg = _module_file(root)
+    found: set[tuple[str, str]] = set()
+    if pkg is None:
+        return frozenset()
+    for path in pkg.parent.rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.update((node.module, a.name) for a in node.names)
+    return frozenset(found)
+
+
+def _is_drawing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for dec in fn.decorator_list:
+        if isinstance(dec, ast.Attribute) and dec.attr in DRAWING_DECORATORS:
+            return True
+    return False
+
+
+@cache
+def compute_source(name: str) -> bytes:
+    """The part of module ``name``'s source that can change what its computations return.
+
+    Empty for a module that declares ``DRAWING_ONLY = True``. Otherwise the module's syntax
+    tree (so formatting and comments do not count) without the bodies of its drawing
+    functions: those decorated ``@<item>.draw`` or ``@<item>.export``, and, repeatedly, the
+    private (``_name``) top-level functions that only drawing functions mention and that no
+    other module imports; and without the sizes given to ``@figure``. Any other edit to the
+    code changes it."""
+    path = _module_file(name)
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    if _module_flag(tree, "DRAWING_ONLY"):
+        return b""
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    drawing = {id(f) for f in funcs if _is_drawing(f)}
+    imported = {n for m, n in _imported_names(name.split(".")[0]) if m == name}
+
+    def mentions(node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+            n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+        }
+
+    changed = True
+    while changed:
+        changed = False
+        used_elsewhere: set[str] = set()
+        for node in tree.body:
+            if id(node) not in drawing:
+                used_elsewhere |= mentions(node)
+        for f in funcs:
+            if (
+                id(f) not in drawing
+                and f.name.startswith("_")
+                and f.name not in used_elsewhere
+                and f.name not in imported
+            ):
+                drawing.add(id(f))
+                changed = True
+    # a figure's sizes (``@figure(size=..., phone_size=...)``) shape its files, not its data
+    for f in funcs:
+        for dec in f.decorator_list:
+            if isinstance(dec, ast.Call):
+                dec.keywords = [kw for kw in dec.keywords if kw.arg not in DRAWING_KEYWORDS]
+        if id(f) in drawing:
+            f.body = [ast.Pass()]
+    # the syntax tree, not the text: reformatting or a comment changes no result
+    return ast.dump(tree, include_attributes=False).encode()
+
+
+def source_key(module: str, *extra: object, compute_only: bool = False) -> str:
     """A hash of ``module``'s import closure (with the files its modules declare in ``INPUTS``),
-    the :func:`environment` and ``extra`` values."""
+    the :func:`environment` and ``extra`` values. With ``compute_only``, each module counts by
+    its :func:`compute_source` (drawing code left out)."""
     h = hashlib.sha256()
     for mod in closure(module):
         h.update(mod.encode() + b"\0")
-        h.update(hashlib.sha256(_module_file(mod).read_bytes()).digest())
+        blob = compute_source(mod) if compute_only else _module_file(mod).read_bytes()
+        h.update(hashlib.sha256(blob).digest())
         inputs = declared_inputs(mod)
         if inputs:
             h.update(file_digest(inputs).encode())

@@ -6,7 +6,8 @@ A figure is two functions in ``vitbook/figures/chNN_<slug>.py``:
   (runs a model, trains, measures) and returns plain data; it may record named
   numbers ("facts") that the pages quote;
 * a *draw* function, attached with ``@<compute>.draw``, that turns that data into
-  a matplotlib figure. Drawing is cheap and runs once per variant (light, dark).
+  a matplotlib figure. Drawing is cheap and runs once per variant (light, dark, and the
+  same two at phone width; the draw function sees ``v.phone``).
 
 A computation with no drawing (a table of numbers, say) is registered with
 :func:`facts`. The engine knows nothing about Vision Transformers: it only runs
@@ -107,6 +108,8 @@ class Item:
     trained: bool = False
     #: data files the computation reads, relative to the project root (hashed into its key)
     inputs: tuple[str, ...] = ()
+    #: width and height (inches) of the phone variant; see :func:`phone_size_for`
+    phone_size: tuple[float, float] | None = None
     draw_fn: Callable[..., Any] | None = field(default=None, repr=False)
     export_fn: Callable[[Any], Any] | None = field(default=None, repr=False)
 
@@ -158,6 +161,7 @@ def _register(
     deterministic: bool,
     trained: bool = False,
     inputs: tuple[str, ...] = (),
+    phone_size: tuple[float, float] | None = None,
 ) -> Item:
     module = fn.__module__
     m = MODULE_RE.match(module.rsplit(".", 1)[-1])
@@ -169,11 +173,31 @@ def _register(
         raise ValueError(f"figure id {id!r} must be lower-case words joined by '-'")
     if isinstance(inputs, str) or not all(isinstance(p, str) for p in inputs):
         raise ValueError(f"{module}: inputs= takes a tuple of paths relative to the project root")
-    item = Item(chapter, id, fn, module, size, deterministic, trained, tuple(inputs))
+    if size is not None:
+        phone_size = phone_size_for(size, phone_size)
+    item = Item(chapter, id, fn, module, size, deterministic, trained, tuple(inputs), phone_size)
     if item.key in REGISTRY and REGISTRY[item.key].module != module:
         raise ValueError(f"{item.key} is registered twice")
     REGISTRY[item.key] = item
     return item
+
+
+#: The width (inches) of every phone variant: drawn at this width, a figure fills a phone's
+#: column (about 358 CSS px at a 390 px viewport) at about 1 CSS px per 0.77 pt of text.
+PHONE_WIDTH = 3.8
+
+
+def phone_size_for(
+    size: tuple[float, float], phone_size: tuple[float, float] | float | None = None
+) -> tuple[float, float]:
+    """The phone variant's size: ``phone_size`` if given (a number is a height), otherwise
+    :data:`PHONE_WIDTH` wide and 1.4 times the desktop height (room for a row of panels to
+    become two rows, and for larger text)."""
+    if phone_size is None:
+        return (PHONE_WIDTH, round(size[1] * 1.4, 2))
+    if isinstance(phone_size, int | float):
+        return (PHONE_WIDTH, float(phone_size))
+    return (float(phone_size[0]), float(phone_size[1]))
 
 
 def figure(
@@ -184,6 +208,7 @@ def figure(
     deterministic: bool = True,
     trained: bool = False,
     inputs: tuple[str, ...] = (),
+    phone_size: tuple[float, float] | float | None = None,
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
     """Register a figure's compute function; attach its drawing with ``@item.draw``.
 
@@ -199,6 +224,8 @@ def figure(
         inputs: data files the computation reads (``open``, ``np.load``...), as paths relative
             to the project root, e.g. ``("vitbook/data/face.png",)``; their contents are part
             of the key. A file read that is not declared fails ``tests/test_reproducibility.py``.
+        phone_size: the phone variant's size in inches, or just its height (the width is
+            :data:`PHONE_WIDTH`); by default 1.4 times ``size``'s height.
     """
 
     def wrap(fn: Callable[[Recorder], Any]) -> Item:
@@ -210,6 +237,7 @@ def figure(
             deterministic=deterministic,
             trained=trained,
             inputs=inputs,
+            phone_size=phone_size,
         )
 
     return wrap

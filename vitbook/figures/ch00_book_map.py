@@ -48,7 +48,7 @@ LAYOUT = {
 }  # fmt: skip
 
 
-@figure(chapter=0, id="book-map", size=(7.2, 4.4))
+@figure(chapter=0, id="book-map", size=(7.2, 4.4), phone_size=7.6)
 def book_map(rec):
     """The chapters in reading order, grouped into parts, with the arrows a reader follows."""
     boxes = []
@@ -69,13 +69,20 @@ def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v, layout=None)
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(-0.05, 4.05)
-    ax.set_ylim(4.15, -0.45)
+    phone = plot.is_phone(v)
+    # on a phone: two columns, in reading order
+    place = {
+        id(b): divmod(k, 2) if phone else (b["row"], b["col"]) for k, b in enumerate(data["boxes"])
+    }
+    rows = max(r for r, _ in place.values()) + 1
+    ax.set_xlim(-0.05, 2.05 if phone else 4.05)
+    ax.set_ylim(rows + 0.15, -0.75 if phone else -0.45)
     ax.axis("off")
-    w, h = 0.85, 0.62
+    w, h = (0.92, 0.7) if phone else (0.85, 0.62)
 
     def centre(b):
-        return b["col"] + 0.5, b["row"] + 0.5
+        r, col = place[id(b)]
+        return col + 0.5, r + 0.5
 
     for b in data["boxes"]:
         x, y = centre(b)
@@ -133,11 +140,13 @@ def _(data, v):
             )
         )
     # the parts, as a key across the top
-    x = 0.05
-    for name, colour in PARTS.values():
+    x, y = 0.05, -0.31 - (0.3 if phone else 0)
+    for k, (name, colour) in enumerate(PARTS.values()):
+        if phone and k == 2:  # the key in two rows
+            x, y = 0.05, y + 0.3
         ax.add_patch(
             FancyBboxPatch(
-                (x, -0.31),
+                (x, y),
                 0.09,
                 0.13,
                 boxstyle="round,pad=0.01",
@@ -146,8 +155,8 @@ def _(data, v):
                 ec=c[colour],
             )
         )
-        ax.text(x + 0.14, -0.245, name, va="center", fontsize=8.5, color=c["fg"])
-        x += 0.14 + 0.047 * len(name) + 0.15
+        ax.text(x + 0.14, y + 0.065, name, va="center", fontsize=8.5, color=c["fg"])
+        x += 0.14 + (0.065 if phone else 0.047) * len(name) + 0.15
     return fig
 
 

@@ -62,7 +62,7 @@ def forward_stages(seed: int = 0) -> dict:
     }
 
 
-@figure(chapter=0, id="forward-pass", size=(7.2, 3.0))
+@figure(chapter=0, id="forward-pass", size=(7.2, 3.0), phone_size=6.4)
 def forward_pass(rec):
     """The chosen patch's row through every stage of the face model (the explorer's data)."""
     return forward_stages()
@@ -72,7 +72,7 @@ def forward_pass(rec):
 def _(d, v):
     c = plot.colors(v)
     g, p = d["cfg"].grid[0], d["cfg"].patch_size
-    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1, 2.2])
+    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1, 2.2], phone_cols=1)
     plot.show_image(a1, d["image"])
     _outline(a1, CHOSEN, g, p, c["highlight"], lw=2.0)  # with ch00's dark halo
     a1.set_title(f"patch {CHOSEN}", fontsize=9.5, loc="center")
@@ -163,7 +163,7 @@ def face_model_weights(seed: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     return weights, meta
 
 
-@figure(chapter=0, id="your-image", size=(7.2, 2.6))
+@figure(chapter=0, id="your-image", size=(7.2, 2.6), phone_size=5.4)
 def your_image(rec):
     """The face model's weights, and its attention and logits on the face (the fallback)."""
     weights, meta = face_model_weights()
@@ -181,7 +181,7 @@ def your_image(rec):
 @your_image.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 4, width_ratios=[1, 1, 1, 0.8])
+    fig, axes = plot.subplots(v, 1, 4, width_ratios=[1, 1, 1, 0.8], phone_cols=2)
     plot.show_image(axes[0], d["image"], title="your image here")
     axes[0].title.set_fontsize(9.5)
     for h, ax in enumerate(axes[1:3]):

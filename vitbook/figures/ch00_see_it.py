@@ -104,7 +104,7 @@ def _matrix(
     return im
 
 
-@figure(chapter=0, id="patches-and-basis", size=(7.2, 3.3))
+@figure(chapter=0, id="patches-and-basis", size=(7.2, 3.3), phone_size=6.6)
 def patches_and_basis(rec):
     """The face cut into 49 patches, and the 8 patterns the patch embedding projects onto."""
     model, out, basis = run_face_model()
@@ -164,7 +164,12 @@ def patches_and_basis(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    outer = fig.add_gridspec(1, 2, width_ratios=[1, 1.25])
+    phone = plot.is_phone(v)
+    outer = (
+        fig.add_gridspec(3, 1, height_ratios=[1.3, 1, 0.2])
+        if phone
+        else fig.add_gridspec(1, 2, width_ratios=[1, 1.25])
+    )
     ax = fig.add_subplot(outer[0])
     plot.patch_grid(ax, data["image"], data["patch"], v, numbers=True, highlight=CHOSEN)
     _outline(ax, CHOSEN, 7, 32, c["highlight"], lw=2.6)  # the same outline, with a halo
@@ -181,11 +186,19 @@ def _(data, v):
             fontweight="normal",
             color=c["fg"],
         )
-    fig.text(
-        0.99,
-        0.01,
-        "%: share of variance · mid-grey = weight 0\n"
-        "lighter = positive, darker = negative; tint: R, G, B differ",
+    note = fig.add_subplot(outer[2]) if phone else None  # a row of its own on the phone
+    if note is not None:
+        note.axis("off")
+    (note or fig).text(
+        1 if phone else 0.99,
+        0 if phone else 0.01,
+        plot.pick(
+            v,
+            "%: share of variance · mid-grey = weight 0\n"
+            "lighter = positive, darker = negative; tint: R, G, B differ",
+            "%: share of variance · mid-grey = weight 0\n"
+            "lighter = positive, darker = negative\ntint: R, G, B differ",
+        ),
         ha="right",
         va="bottom",
         fontsize=8,
@@ -194,7 +207,7 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=0, id="feature-maps", size=(7.2, 1.5))
+@figure(chapter=0, id="feature-maps", size=(7.2, 1.5), phone_size=4.4)
 def feature_maps(rec):
     """Each of the 8 features of the 49 patch tokens, laid back on the 7x7 grid."""
     model, out, _ = run_face_model()
@@ -210,7 +223,7 @@ def feature_maps(rec):
 @feature_maps.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 9)
+    fig, axes = plot.subplots(v, 1, 9, phone_cols=3)
     maps = data["maps"]
     plot.show_image(axes[0], data["image"])
     _outline(axes[0], CHOSEN, maps.shape[1], IMAGE / maps.shape[1], c["highlight"], lw=1.5)
@@ -226,7 +239,7 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=0, id="token-matrix", size=(7.2, 4.6))
+@figure(chapter=0, id="token-matrix", size=(7.2, 4.6), phone_size=8.4)
 def token_matrix(rec):
     """Eq. 1 step by step: patch tokens, CLS prepended, position table, their sum z_0."""
     model, out, _ = run_face_model()
@@ -251,7 +264,7 @@ def token_matrix(rec):
 
 @token_matrix.draw
 def _(d, v):
-    fig, axes = plot.subplots(v, 1, 4, sharey=False)
+    fig, axes = plot.subplots(v, 1, 4, sharey=False, phone_cols=2)
     lim = float(np.abs(d["with_pos"]).max())
     lab49 = {0: "0", CHOSEN: str(CHOSEN), 48: "48"}
     lab50 = {0: "CLS", CHOSEN + 1: f"patch {CHOSEN}", 49: "patch 48"}
@@ -278,7 +291,7 @@ def _(d, v):
         d["pos"],
         lim,
         v,
-        title="3. + position table\n(50 × 8, sin-cos)",
+        title=plot.pick(v, "3. + position table\n(50 × 8, sin-cos)", "3. + positions\n(50 × 8)"),
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )
@@ -287,18 +300,28 @@ def _(d, v):
         d["with_pos"],
         lim,
         v,
-        title="4. = z₀, the encoder\ninput (50 × 8)",
+        title=plot.pick(v, "4. = z₀, the encoder\ninput (50 × 8)", "4. = z₀\n(50 × 8)"),
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )
-    cb = fig.colorbar(im, ax=axes, shrink=0.7, pad=0.02)
+    phone = plot.is_phone(v)
+    cb = fig.colorbar(
+        im, ax=axes, shrink=0.9 if phone else 0.7, pad=0.02, location="bottom" if phone else "right"
+    )
     cb.set_ticks(TICKS, labels=[str(t) for t in TICKS])
-    cb.set_label("value (one scale for all four; logarithmic beyond ±1)", fontsize=8)
+    cb.set_label(
+        plot.pick(
+            v,
+            "value (one scale for all four; logarithmic beyond ±1)",
+            "value (one scale for all four;\nlogarithmic beyond ±1)",
+        ),
+        fontsize=8,
+    )
     cb.outline.set_visible(False)
     return fig
 
 
-@figure(chapter=0, id="attention", size=(7.2, 4.1))
+@figure(chapter=0, id="attention", size=(7.2, 4.1), phone_size=8.2)
 def attention(rec):
     """Each head's attention in each block: the CLS row and the chosen patch's row, on the face."""
     model, out, _ = run_face_model()
@@ -329,7 +352,7 @@ def attention(rec):
 @attention.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 2, 4)
+    fig, axes = plot.subplots(v, 2, 4, phone_cols=2)
     for row, (key, who) in enumerate((("cls", "CLS"), ("chosen", f"patch {CHOSEN}"))):
         for layer in range(2):
             for h in range(2):
@@ -337,7 +360,7 @@ def _(d, v):
                 w = d[key][layer, h]
                 plot.attention_overlay(ax, d["image"], w, alpha=0.65)
                 _outline(ax, CHOSEN, 7, 32, c["highlight"], lw=1.8)
-                if row == 0:
+                if row == 0 or plot.is_phone(v):
                     ax.set_title(f"block {layer + 1}, head {h + 1}", fontsize=9.5, loc="center")
                 if layer == 0 and h == 0:
                     ax.set_ylabel(f"row of {who}", fontsize=9.5)
@@ -345,7 +368,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=0, id="residual-stream", size=(7.2, 4.4))
+@figure(chapter=0, id="residual-stream", size=(7.2, 4.4), phone_size=8.8)
 def residual_stream(rec):
     """The residual stream z_0, after block 1, after block 2, and what the blocks added."""
     model, out, _ = run_face_model()
@@ -369,7 +392,7 @@ def residual_stream(rec):
 
 @residual_stream.draw
 def _(d, v):
-    fig, axes = plot.subplots(v, 1, 4)
+    fig, axes = plot.subplots(v, 1, 4, phone_cols=2)
     z = d["z"]
     lim = float(max(np.abs(a).max() for a in z))
     lab = {0: "CLS", CHOSEN + 1: f"patch {CHOSEN}", 49: "patch 48"}
@@ -379,7 +402,14 @@ def _(d, v):
         im = _matrix(ax, m, lim, v, title=t, chosen_row=CHOSEN + 1, labels=lab)
     cb = fig.colorbar(im, ax=axes[:3], shrink=0.8, pad=0.02, location="bottom")
     cb.set_ticks(TICKS, labels=[str(t) for t in TICKS])
-    cb.set_label("value (one scale for the first three; logarithmic beyond ±1)", fontsize=8)
+    cb.set_label(
+        plot.pick(
+            v,
+            "value (one scale for the first three; logarithmic beyond ±1)",
+            "value (one scale for the first three;\nlogarithmic beyond ±1)",
+        ),
+        fontsize=8,
+    )
     cb.outline.set_visible(False)
     lim2 = float(np.abs(d["added"]).max())
     im2 = _matrix(
@@ -393,14 +423,16 @@ def _(d, v):
         log=False,
     )
     t = float(np.floor(lim2))
-    cb2 = fig.colorbar(im2, ax=axes[3], shrink=0.9, pad=0.02, location="bottom")
+    cb2 = fig.colorbar(
+        im2, ax=axes[3], shrink=0.9, pad=0.02, location="right" if plot.is_phone(v) else "bottom"
+    )
     cb2.set_ticks([-t, 0, t], labels=[f"{-t:g}", "0", f"{t:g}"])
     cb2.set_label("value (own scale)", fontsize=8)
     cb2.outline.set_visible(False)
     return fig
 
 
-@figure(chapter=0, id="logits", size=(7.2, 2.5))
+@figure(chapter=0, id="logits", size=(7.2, 2.5), phone_size=6.0)
 def logits(rec):
     """The CLS token after the final LayerNorm, the head's two logits and their softmax."""
     _, out, _ = run_face_model()
@@ -416,7 +448,7 @@ def logits(rec):
 @logits.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2, a3) = plot.subplots(v, 1, 3, width_ratios=[1.6, 1, 1])
+    fig, (a1, a2, a3) = plot.subplots(v, 1, 3, width_ratios=[1.6, 1, 1], phone_cols=1)
     k = np.arange(1, len(d["pooled"]) + 1)
     a1.bar(k, d["pooled"], color=c["blue"])
     a1.axhline(0, color=c["muted"], lw=0.8)
@@ -502,7 +534,7 @@ OVERVIEW_STAGES = [  # (box label, shape_trace stage whose shape leaves the box,
 ]
 
 
-@figure(chapter=0, id="overview", size=(7.2, 5.4))
+@figure(chapter=0, id="overview", size=(7.2, 5.4), phone_size=6.4)
 def overview(rec):
     """The forward pass as boxes and arrows, each arrow labelled with the shape it carries,
     read from ``calc.shape_trace`` for the face model and for ViT-B/16."""
@@ -525,7 +557,8 @@ def _(d, v):
     stages = d["stages"]
     n = len(stages)
     ys = np.linspace(0.95, 0.05, n)
-    x0, width, height = 0.27, 0.44, 0.075
+    phone = plot.is_phone(v)
+    x0, width, height = (0.5, 0.96, 0.075) if phone else (0.27, 0.44, 0.075)
     for i, (label, shape, b16, color) in enumerate(stages):
         y = ys[i]
         box = FancyBboxPatch(
@@ -544,10 +577,18 @@ def _(d, v):
         mid = (y - height / 2 + y_next + height / 2) / 2
         ax.text(x0 + 0.03, mid, f"{shape}", ha="left", va="center", fontsize=8.5,
                 color=c["fg"], family="monospace")  # fmt: skip
-        ax.text(x0 + 0.30, mid, f"ViT-B/16: {b16}", ha="left", va="center", fontsize=8,
+        ax.text(x0 - 0.03 if phone else x0 + 0.30, mid, f"{'B/16' if phone else 'ViT-B/16'}: {b16}",
+                ha="right" if phone else "left", va="center", fontsize=8,
                 color=c["muted"], family="monospace")  # fmt: skip
     # the shape that leaves the last box
     label, shape, b16, _ = stages[-1]
+    if phone:  # below the last box
+        ax.text(x0 + 0.03, ys[-1] - 0.07, f"logits {shape}", ha="left", va="center",
+                fontsize=8.5, color=c["fg"], family="monospace")  # fmt: skip
+        ax.text(x0 - 0.03, ys[-1] - 0.07, f"B/16: {b16}", ha="right", va="center",
+                fontsize=8, color=c["muted"], family="monospace")  # fmt: skip
+        ax.set_ylim(-0.05, 1)
+        return fig
     ax.text(x0 + width / 2 + 0.02, ys[-1], f"logits {shape}", ha="left", va="center",
             fontsize=8.5, color=c["fg"], family="monospace")  # fmt: skip
     ax.text(x0 + width / 2 + 0.02, ys[-1] - 0.04, f"ViT-B/16: {b16}", ha="left", va="center",

@@ -59,7 +59,7 @@ def small_cnn_footprint(size: int = RF_SIZE - 1) -> tuple[int, np.ndarray]:
     return footprint(g[0, 0]), g[0, 0].numpy()
 
 
-@figure(chapter=1, id="receptive-field", size=(7.2, 3.4))
+@figure(chapter=1, id="receptive-field", size=(7.2, 3.4), phone_size=7.0)
 def receptive_field(rec):
     """Receptive fields measured by back-propagating from one unit to the input pixels."""
     widths, maps = plain_stack_footprints(RF_DEPTHS)
@@ -88,7 +88,12 @@ def receptive_field(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
+    phone = plot.is_phone(v)
+    grid = (
+        fig.add_gridspec(3, 3, width_ratios=[1, 1, 0.09], height_ratios=[1, 1, 1.5])
+        if phone
+        else fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
+    )
     titles = {1: "1 layer", 4: "4 layers", 16: "16 layers", "cnn": "SmallCNN unit"}
     for i, key in enumerate((1, 4, 16, "cnn")):
         ax = fig.add_subplot(grid[i // 2, i % 2])
@@ -104,7 +109,7 @@ def _(data, v):
         ax.set_yticks([])
         ax.set_title(titles[key], fontsize=9, loc="center")
     # one colour bar for the four maps: each is on a log scale relative to its own maximum
-    cax = fig.add_subplot(grid[:, 2])
+    cax = fig.add_subplot(grid[:2, 2] if phone else grid[:, 2])
     bar = fig.colorbar(
         plot.plt.cm.ScalarMappable(norm=plot.plt.Normalize(-12, 0), cmap="magma"), cax=cax
     )
@@ -112,7 +117,7 @@ def _(data, v):
     bar.ax.tick_params(labelsize=8)
     bar.set_label("|gradient| / largest (black: 0)", fontsize=8)
     bar.ax.yaxis.set_label_position("left")
-    ax = fig.add_subplot(grid[:, 3])
+    ax = fig.add_subplot(grid[2, :] if phone else grid[:, 3])
     d, layers = data["d"], data["layers"]
     ax.step(d, layers, where="post", color=c["blue"])
     ax.plot([0, d[-1]], [1, 1], color=c["orange"])
@@ -139,7 +144,7 @@ def _(data, v):
     ax.axvline(data["cnn_rf"] - 1, color=c["muted"], lw=1, ls="--")
     ax.text(
         data["cnn_rf"] + 1,
-        40,
+        plot.pick(v, 40, 55),  # on the phone the text is wider: above the staircase
         f"SmallCNN's whole\nreach: {data['cnn_rf']} px",
         color=c["muted"],
         fontsize=8.5,
@@ -199,7 +204,7 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=1, id="longrange-results", size=(7.2, 3.3), trained=True)
+@figure(chapter=1, id="longrange-results", size=(7.2, 3.3), trained=True, phone_size=8.4)
 def longrange_results(rec):
     """Accuracy of the ViT and the CNN over seeds: per epoch, by the distance between the
     partners, and on intact and defective parts (with the CNN on a narrower strip too)."""
@@ -271,7 +276,7 @@ def longrange_results(rec):
 @longrange_results.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, (ax1, ax2, ax3) = plot.subplots(v, 1, 3, width_ratios=[1, 1.25, 1])
+    fig, (ax1, ax2, ax3) = plot.subplots(v, 1, 3, width_ratios=[1, 1.25, 1], phone_cols=1)
     names = {"vit": ("ViT", c["orange"]), "cnn": ("SmallCNN", c["blue"])}
     for key, (label, col) in names.items():
         curves = 100 * np.array(data["curves"][key])  # (seeds, epochs)

@@ -21,7 +21,7 @@ def patch_sizes(image: int = IMAGE, low: int = 8, high: int = 56) -> list[int]:
     return [p for p in token_table(image) if low <= p <= high and image % p == 0]
 
 
-@figure(chapter=2, id="patch-size", size=(7.2, 1.9))
+@figure(chapter=2, id="patch-size", size=(7.2, 1.9), phone_size=3.8)
 def patch_size(rec):
     """The face at every patch size the explorer offers, with N and the attention entries."""
     sizes = patch_sizes()
@@ -36,7 +36,7 @@ def patch_size(rec):
 def _(d, v):
     c = plot.colors(v)
     sizes = d["sizes"]
-    fig, axes = plot.subplots(v, 1, len(sizes))
+    fig, axes = plot.subplots(v, 1, len(sizes), phone_cols=3)
     for ax, p in zip(axes, sizes, strict=True):
         plot.show_image(ax, d["image"])
         g = IMAGE // p

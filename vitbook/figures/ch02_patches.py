@@ -18,7 +18,7 @@ IMAGE = 224
 CHANNELS = 3
 
 
-@figure(chapter=2, id="patch-grids", size=(7.2, 2.9))
+@figure(chapter=2, id="patch-grids", size=(7.2, 2.9), phone_size=4.8)
 def patch_grids(rec):
     """The face cut at P = 8, 16 and 32, each with its raster order."""
     rows = {}
@@ -31,7 +31,7 @@ def patch_grids(rec):
 @patch_grids.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, len(SIZES))
+    fig, axes = plot.subplots(v, 1, len(SIZES), phone_cols=2)
     for ax, p in zip(axes, SIZES, strict=True):
         rows, cols = data["grids"][p]
         plot.patch_grid(
@@ -40,12 +40,18 @@ def _(data, v):
             p,
             v,
             # at P = 8 a cell is too small for a readable number: say it below instead
-            numbers={8: False, 16: "corners", 32: True}[p],
+            numbers={8: False, 16: plot.pick(v, "corners", False), 32: True}[p],
             line_width=0.5 if p == 8 else 0.8,
         )
-        ax.set_title(f"P = {p}: {rows}×{cols} = {rows * cols} patches", fontsize=10)
-        if p == 8:
-            ax.set_xlabel(f"patch 0 top left … patch {rows * cols - 1} bottom right", fontsize=8)
+        ax.set_title(
+            plot.pick(
+                v, f"P = {p}: {rows}×{cols} = {rows * cols} patches", f"P = {p}: {rows}×{cols}"
+            ),
+            fontsize=10,
+        )
+        if p == 8 or (p == 16 and plot.is_phone(v)):
+            sep = plot.pick(v, " … ", " …\n")
+            ax.set_xlabel(f"patch 0 top left{sep}patch {rows * cols - 1} bottom right", fontsize=8)
         if p == 32:
             continue
         # the raster path through the first two rows: each row left to right (arrowheads point
@@ -68,7 +74,7 @@ def _(data, v):
     return fig
 
 
-@figure(chapter=2, id="patch-sequence", size=(7.2, 3.0))
+@figure(chapter=2, id="patch-sequence", size=(7.2, 3.0), phone_size=5.2)
 def patch_sequence(rec):
     """The P = 32 patches laid out as the sequence the transformer reads."""
     seq = patchify(face_tensor(IMAGE), 32)[0]  # (49, 3*32*32)
@@ -82,17 +88,26 @@ def patch_sequence(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v, layout=None)
+    phone = plot.is_phone(v)
     grid = fig.add_gridspec(
-        2, 1, height_ratios=[0.55, 1.0], left=0.08, right=0.98, top=0.95, bottom=0.15, hspace=0.35
+        2,
+        1,
+        height_ratios=[0.55, 1.0] if not phone else [1.0, 0.9],
+        left=0.16 if phone else 0.08,
+        right=0.97 if phone else 0.98,
+        top=0.96 if phone else 0.95,
+        bottom=0.13 if phone else 0.15,
+        hspace=0.35 if not phone else 0.3,
     )
-    strip = grid[0].subgridspec(2, 25, wspace=0.1, hspace=0.5)
+    per_row = 13 if phone else 25
     n = len(data["patches"])
+    strip = grid[0].subgridspec(-(-n // per_row), per_row, wspace=0.1, hspace=0.5)
     for i in range(n):
-        ax = fig.add_subplot(strip[i // 25, i % 25])
+        ax = fig.add_subplot(strip[i // per_row, i % per_row])
         plot.show_image(ax, data["patches"][i])
         ax.set_title(
             str(i),
-            fontsize=6,
+            fontsize=7,
             pad=1,
             fontweight="normal",
             color=c["highlight"] if i == 24 else c["fg"],
@@ -113,13 +128,19 @@ def _(data, v):
         ax.text(
             k * 1024 + 512,
             1.02,
-            f"{name} channel",
+            plot.pick(v, f"{name} channel", name),
             ha="center",
             va="bottom",
             fontsize=8,
             color=c["muted"],
         )
-    ax.set_xlabel("position in the flattened patch (channel, row, column)")
+    ax.set_xlabel(
+        plot.pick(
+            v,
+            "position in the flattened patch (channel, row, column)",
+            "position in the flattened patch\n(channel, row, column)",
+        )
+    )
     ax.set_ylabel("pixel value")
     return fig
 
@@ -182,7 +203,8 @@ def _(table, v):
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(ps, labels=[str(p) for p in ps])
+    shown = plot.pick(v, ps, [p for p in ps if p not in (7, 14, 28)])  # phone: no crowding
+    ax.set_xticks(shown, labels=[str(p) for p in shown])
     ax.minorticks_off()
     ax.set_xlim(3.5, 110)
     ax.set_xlabel("patch size P (pixels) on a 224×224 image")
@@ -191,7 +213,7 @@ def _(table, v):
     return fig
 
 
-@figure(chapter=2, id="not-divisible", size=(7.2, 3.0))
+@figure(chapter=2, id="not-divisible", size=(7.2, 3.0), phone_size=6.2)
 def not_divisible(rec):
     """The trap: P = 30 on a 224-pixel image, and what a bare strided convolution does."""
     p = 30
@@ -216,7 +238,7 @@ def not_divisible(rec):
 @not_divisible.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, (ax, ax2) = plot.subplots(v, 1, 2, width_ratios=[1, 1.25])
+    fig, (ax, ax2) = plot.subplots(v, 1, 2, width_ratios=[1, 1.25], phone_cols=1)
     p, kept, img = data["patch"], data["kept"], data["image"]
     plot.show_image(ax, img)
     for k in range(1, kept // p + 1):

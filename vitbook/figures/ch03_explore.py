@@ -57,7 +57,7 @@ def rebuild(b: dict[str, np.ndarray], index: int, k: int) -> tuple[np.ndarray, n
     return scores, approx, float(np.sqrt(((x - approx) ** 2).mean()))
 
 
-@figure(chapter=3, id="pca-embedding", size=(7.2, 1.9))
+@figure(chapter=3, id="pca-embedding", size=(7.2, 1.9), phone_size=4.2)
 def pca_embedding(rec):
     """Patch ``CHOSEN``'s embedding and rebuilds at the chapter's k values up to ``K_MAX``."""
     b = quantized_basis()
@@ -70,7 +70,7 @@ def pca_embedding(rec):
 def _(d, v):
     c = plot.colors(v)
     shown = [k for k in d["ks"] if k in (1, 4, 16, K_MAX)]
-    fig, axes = plot.subplots(v, 1, len(shown) + 2)
+    fig, axes = plot.subplots(v, 1, len(shown) + 2, phone_cols=3)
 
     def img(x):
         return np.clip(x.reshape(3, P, P).transpose(1, 2, 0), 0, 1)

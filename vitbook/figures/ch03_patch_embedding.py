@@ -60,7 +60,7 @@ def _b16_embed() -> PatchEmbed:
     return PatchEmbed(patch_size=P, in_chans=3, dim=D)  # the model's own module, PyTorch's init
 
 
-@figure(chapter=3, id="conv-equals-linear", size=(7.2, 3.2))
+@figure(chapter=3, id="conv-equals-linear", size=(7.2, 3.2), phone_size=7.0)
 def conv_equals_linear(rec):
     """Conv2d(kernel = stride = 16) against patchify + Linear on the face, and the wrong order."""
     embed = _b16_embed()
@@ -92,7 +92,7 @@ def conv_equals_linear(rec):
 @conv_equals_linear.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 2, sharex=True, sharey=True)
+    fig, axes = plot.subplots(v, 1, 2, sharex=True, sharey=True, phone_cols=1)
     lim = float(np.abs(d["conv"]).max()) * 1.05
     for ax, key, color, title, note in (
         (axes[0], "lin", c["blue"], "patchify (C, P, P) + Linear",
@@ -104,11 +104,12 @@ def _(d, v):
         ax.scatter(d["conv"], d[key], s=3, color=color, alpha=0.5, lw=0)
         ax.set_title(title, fontsize=10)
         ax.text(0.03, 0.95, note, transform=ax.transAxes, va="top", fontsize=9, color=c["fg"])
-        ax.set_xlabel("Conv2d output (one token value)")
+        ax.set_xlabel(plot.pick(v, "Conv2d output (one token value)", "Conv2d output"))
         ax.set_aspect("equal")
         ax.set_xlim(-lim, lim)
         ax.set_ylim(-lim, lim)
-    axes[0].set_ylabel("other path's output")
+    for ax in axes[: 1 + plot.is_phone(v)]:
+        ax.set_ylabel("other path's output")
     return fig
 
 
@@ -122,7 +123,7 @@ def _median_ms(fn, repeats: int) -> float:
     return 1000 * float(np.median(times))
 
 
-@figure(chapter=3, id="timing", size=(7.2, 2.3), deterministic=False)
+@figure(chapter=3, id="timing", size=(7.2, 2.3), deterministic=False, phone_size=2.8)
 def timing(rec):
     """Measured on this machine's CPU: the loop, patchify + matmul, and the convolution."""
     batch, repeats = 4, 5
@@ -151,6 +152,8 @@ def _(ms, v):
     fig, ax = plot.subplots(v)
     names = {"naive": "Python loop over 196 patches", "linear": "patchify + one matmul",
              "conv": "Conv2d(kernel = stride = 16)"}  # fmt: skip
+    if plot.is_phone(v):
+        names = {"naive": "Python loop", "linear": "patchify + matmul", "conv": "Conv2d"}
     keys = ["conv", "linear", "naive"]
     vals = [ms[k] for k in keys]
     ax.barh(range(3), vals, color=[c["blue"], c["green"], c["orange"]], height=0.6)
@@ -165,7 +168,13 @@ def _(ms, v):
             fontsize=9,
         )
     ax.set_xlim(0, max(vals) * 1.2)
-    ax.set_xlabel("median time for a batch of 4 images, ViT-B/16 embedding (ms, CPU)")
+    ax.set_xlabel(
+        plot.pick(
+            v,
+            "median time for a batch of 4 images, ViT-B/16 embedding (ms, CPU)",
+            "median time for a batch of 4 images,\nViT-B/16 embedding (ms, CPU)",
+        )
+    )
     return fig
 
 
@@ -186,7 +195,7 @@ def param_count(rec):
     rec.fact("params_face", param_breakdown(face_cfg)["patch_embed"])
 
 
-@figure(chapter=3, id="pca-filters", size=(7.2, 2.2))
+@figure(chapter=3, id="pca-filters", size=(7.2, 2.2), phone_size=4.4)
 def pca_filters(rec):
     """The first 16 principal components of the face's 196 patches, as 16 x 16 x 3 images."""
     patches = patchify(face_tensor(IMAGE), P)[0]  # (196, 768)
@@ -203,7 +212,7 @@ def pca_filters(rec):
 @pca_filters.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 2, 8)
+    fig, axes = plot.subplots(v, 2, 8, phone_cols=4)
     lim = float(np.abs(d["comps"]).max())
     for k, ax in enumerate(axes.flat):
         plot.show_image(ax, np.clip(0.5 + 0.5 * d["comps"][k] / lim, 0, 1))
@@ -236,7 +245,7 @@ def held_out_patches() -> torch.Tensor:
     return torch.cat(out)
 
 
-@figure(chapter=3, id="pca-rebuild", size=(7.2, 3.6))
+@figure(chapter=3, id="pca-rebuild", size=(7.2, 3.6), phone_size=6.0)
 def pca_rebuild(rec):
     """One patch rebuilt from its first k components, and the error against k for all patches."""
     patches = patchify(face_tensor(IMAGE), P)[0].double()  # (196, 768)
@@ -277,9 +286,11 @@ def pca_rebuild(rec):
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 1, height_ratios=[1, 1.5])
+    phone = plot.is_phone(v)
+    grid = fig.add_gridspec(2, 1, height_ratios=[1.4, 1.5] if phone else [1, 1.5])
     shown = (1, 4, 8, 16, 64, 195)
-    top = grid[0].subgridspec(1, len(shown) + 2)
+    sub = grid[0].subgridspec(2, 4) if phone else grid[0].subgridspec(1, len(shown) + 2)
+    top = [sub[i] for i in range(len(shown) + 2)]
     ax = fig.add_subplot(top[0])
     plot.show_image(ax, d["image"])
     r, col = divmod(CHOSEN, IMAGE // P)
@@ -310,7 +321,13 @@ def _(d, v):
     ax.set_yscale("log")
     ax.set_xticks(ks, labels=[str(k) for k in ks])
     ax.minorticks_off()
-    ax.set_xlabel("components kept, k (D of an embedding that keeps only these)")
+    ax.set_xlabel(
+        plot.pick(
+            v,
+            "components kept, k (D of an embedding that keeps only these)",
+            "components kept, k\n(D of an embedding that keeps only these)",
+        )
+    )
     ax.set_ylabel("RMS pixel error\n(pixels in [0, 1])")
     ax.grid(True, axis="y")
     return fig

@@ -45,7 +45,7 @@ def assemble_z0(model: VisionTransformer, x: torch.Tensor) -> torch.Tensor:
     # --8<-- [end:assemble]
 
 
-@figure(chapter=4, id="z0-assembly", size=(7.2, 3.6))
+@figure(chapter=4, id="z0-assembly", size=(7.2, 3.6), phone_size=4.6)
 def z0_assembly(rec):
     """Eq. 1 on the face: the face preset (49 patches, D = 8) with a 2D sin-cos table."""
     cfg = preset("face", pos_embed="sincos2d")
@@ -67,7 +67,7 @@ def _(data, v):
     c = plot.colors(v)
     fig, axes = plot.subplots(v, 1, 3)
     lim = float(max(np.abs(data[k]).max() for k in ("tokens", "pos", "z0")))
-    titles = ("[x_class; x_p E]", "E_pos", "z0 = sum")
+    titles = plot.pick(v, ("[x_class; x_p E]", "E_pos", "z0 = sum"), ("tokens", "+ E_pos", "= z0"))
     ops = ("+", "=", None)
     n = data["tokens"].shape[0]
     for ax, key, title, op in zip(axes, ("tokens", "pos", "z0"), titles, ops, strict=True):
@@ -75,7 +75,7 @@ def _(data, v):
             data[key], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest"
         )
         ax.set_title(title, fontsize=10, loc="center")
-        ax.set_xlabel("feature (D = 8)")
+        ax.set_xlabel(plot.pick(v, "feature (D = 8)", "feature"))
         ax.set_xticks(range(0, 8, 2))
         ax.set_yticks(
             [0, 10, 20, 30, 40, n - 1], labels=["CLS 0", "10", "20", "30", "40", str(n - 1)]
@@ -83,19 +83,19 @@ def _(data, v):
         # the CLS row's lower edge; a dark halo keeps it visible on the orange-ish CLS cells
         halo = [patheffects.withStroke(linewidth=3.2, foreground="black", alpha=0.8)]
         ax.axhline(0.5, color=c["highlight"], lw=1.6, path_effects=halo)
-        if op:
+        if op and not plot.is_phone(v):  # on the phone the titles carry the + and =
             ax.text(
                 1.06,
                 0.5,
                 op,
                 transform=ax.transAxes,
-                fontsize=16,
+                fontsize=plot.pick(v, 16, 12),
                 fontweight="bold",
                 ha="center",
                 va="center",
                 color=c["fg"],
             )
-    axes[0].set_ylabel("token (0 = CLS, then patches)")
+    axes[0].set_ylabel(plot.pick(v, "token (0 = CLS, then patches)", "token (0 = CLS)"))
     cb = fig.colorbar(im, ax=axes, shrink=0.85, pad=0.02)
     cb.set_label("value")
     cb.outline.set_visible(False)
@@ -132,7 +132,7 @@ def shuffle_test(model: VisionTransformer, x: torch.Tensor, perm: torch.Tensor) 
     # --8<-- [end:equivariance]
 
 
-@figure(chapter=4, id="permutation", size=(7.2, 3.3))
+@figure(chapter=4, id="permutation", size=(7.2, 3.3), phone_size=6.2)
 def permutation(rec):
     """Shuffle the face's 196 patches; measure how much ViT-Ti/16's CLS output moves."""
     x32 = face_tensor(IMAGE)
@@ -170,7 +170,7 @@ def permutation(rec):
 @permutation.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 3, width_ratios=[1, 1, 1.5])
+    fig, axes = plot.subplots(v, 1, 3, width_ratios=[1, 1, 1.5], phone_cols=2)
     plot.show_image(axes[0], data["image"], title="the face")
     plot.show_image(axes[1], data["shuffled"], title="shuffled")
     for ax in axes[:2]:
@@ -213,7 +213,7 @@ def _similarity_maps(table: torch.Tensor) -> np.ndarray:
     return np.stack([sim[r, col].numpy() for r, col in CHOSEN])
 
 
-@figure(chapter=4, id="sincos-similarity", size=(7.2, 3.9))
+@figure(chapter=4, id="sincos-similarity", size=(7.2, 3.9), phone_size=7.6)
 def sincos_similarity(rec):
     """1D vs 2D sin-cos tables for 196 patches (D = 768), as Fig. 7 (centre) of the paper."""
     one = sincos_1d(GRID * GRID, PE_DIM)  # (196, 768): position = raster index only
@@ -235,7 +235,8 @@ def sincos_similarity(rec):
 @sincos_similarity.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 2, len(CHOSEN))
+    fig, axes = plot.subplots(v, 2, len(CHOSEN), phone_cols=2)
+    phone = plot.is_phone(v)
     lo = min(float(data[k].min()) for k in ("1d", "2d"))
     for row, (key, name) in enumerate((("1d", "1D sin-cos"), ("2d", "2D sin-cos"))):
         for col, (r, cc) in enumerate(CHOSEN):
@@ -245,6 +246,13 @@ def _(data, v):
             ax.set_xticks([0, 13])
             ax.set_yticks([0, 13])
             ax.tick_params(labelsize=8, length=2)
+            if phone:  # four rows of two: each panel says which table and which patch
+                ax.set_title(f"{name}\npatch ({r}, {cc})", fontsize=9, loc="center")
+                if col % 2 == 0:
+                    ax.set_ylabel("row", fontsize=9)
+                if col >= 2:
+                    ax.set_xlabel("column", fontsize=9)
+                continue
             if row == 0:
                 ax.set_title(f"patch (row {r}, col {cc})", fontsize=9, loc="center")
             if col == 0:
@@ -335,7 +343,7 @@ def traps(rec):
     return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
 
 
-@figure(chapter=4, id="learned-pos", size=(7.2, 2.4), trained=True)
+@figure(chapter=4, id="learned-pos", size=(7.2, 2.4), trained=True, phone_size=4.6)
 def learned_pos(rec):
     """The learned table of the small ViT pre-trained in Chapter 9 (8 x 8 grid, D = 64)."""
     from vitbook.runs import pretrained_shapes_vit
@@ -361,14 +369,18 @@ def learned_pos(rec):
 @learned_pos.draw
 def _(data, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, len(data["picks"]))
+    fig, axes = plot.subplots(v, 1, len(data["picks"]), phone_cols=2)
     for ax, m, (r, cc) in zip(axes, data["maps"], data["picks"], strict=True):
         im = ax.imshow(m, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
         ax.plot(cc, r, marker="s", ms=8, mfc="none", mec=c["highlight"], mew=2)
         ax.set_xticks([0, m.shape[1] - 1])
         ax.set_yticks([0, m.shape[0] - 1])
         ax.tick_params(labelsize=8, length=2)
-        ax.set_title(f"patch (row {r}, col {cc})", fontsize=9, loc="center")
+        ax.set_title(
+            plot.pick(v, f"patch (row {r}, col {cc})", f"patch ({r}, {cc})"),
+            fontsize=9,
+            loc="center",
+        )
     cb = fig.colorbar(im, ax=axes, shrink=0.9, pad=0.02)
     cb.set_label("cosine similarity")
     cb.outline.set_visible(False)

@@ -54,7 +54,7 @@ def similarity_tables() -> list[dict]:
     ]
 
 
-@figure(chapter=4, id="position-similarity", size=(7.2, 2.6), trained=True)
+@figure(chapter=4, id="position-similarity", size=(7.2, 2.6), trained=True, phone_size=5.4)
 def position_similarity(rec):
     """The centre position's similarity map in each table (the explorer's fallback)."""
     return {"tables": similarity_tables()}
@@ -64,7 +64,7 @@ def position_similarity(rec):
 def _(d, v):
     c = plot.colors(v)
     tables = d["tables"]
-    fig, axes = plot.subplots(v, 1, len(tables))
+    fig, axes = plot.subplots(v, 1, len(tables), phone_cols=2)
     im = None
     for ax, t in zip(axes, tables, strict=True):
         gh, gw = t["grid"]

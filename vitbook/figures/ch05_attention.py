@@ -42,7 +42,7 @@ def worked_attention(*, scale: bool) -> dict[str, np.ndarray]:
     }
 
 
-@figure(chapter=5, id="worked-example", size=(7.2, 4.6))
+@figure(chapter=5, id="worked-example", size=(7.2, 4.6), phone_size=10.0)
 def worked_example(rec):
     """One query against three keys, with and without the 1/sqrt(d_k) scale."""
     s = worked_attention(scale=True)
@@ -73,19 +73,20 @@ def worked_example(rec):
 def _(data, v):
     c = plot.colors(v)
     fig = plot.new_figure(v, layout=None)
+    phone = plot.is_phone(v)
     outer = fig.add_gridspec(
         3,
         1,
-        height_ratios=[1.25, 1.0, 1.0],
-        left=0.1,
+        height_ratios=[1.25, 2.6, 2.6] if phone else [1.25, 1.0, 1.0],
+        left=0.23 if phone else 0.1,
         right=0.96,
-        top=0.93,
-        bottom=0.06,
-        hspace=0.95,
+        top=0.95 if phone else 0.93,
+        bottom=0.04 if phone else 0.06,
+        hspace=0.5 if phone else 0.95,
     )
     keys = ["key 1", "key 2", "key 3"]
     # Row 1: the inputs.
-    top = outer[0].subgridspec(1, 3, width_ratios=[4, 4, 2], wspace=0.5)
+    top = outer[0].subgridspec(1, 3, width_ratios=[4, 4, 2.8] if phone else [4, 4, 2], wspace=0.5)
     ax = fig.add_subplot(top[0].subgridspec(2, 1, height_ratios=[1, 2])[0])
     plot.heatmap(
         ax,
@@ -98,7 +99,7 @@ def _(data, v):
         vmin=-0.5,
         vmax=2,
     )
-    ax.set_title("query q (1×4)", fontsize=9)
+    ax.set_title(plot.pick(v, "query q (1×4)", "q (1×4)"), fontsize=9)
     ax = fig.add_subplot(top[1])
     plot.heatmap(
         ax,
@@ -111,7 +112,7 @@ def _(data, v):
         vmin=-0.5,
         vmax=2,
     )
-    ax.set_title("keys K (3×4)", fontsize=9)
+    ax.set_title(plot.pick(v, "keys K (3×4)", "K (3×4)"), fontsize=9)
     ax = fig.add_subplot(top[2])
     plot.heatmap(
         ax,
@@ -124,10 +125,14 @@ def _(data, v):
         vmin=-5,
         vmax=20,
     )
-    ax.set_title("values V (3×2)", fontsize=9)
+    ax.set_title(plot.pick(v, "values V (3×2)", "V (3×2)"), fontsize=9)
 
     def path(spec, d, label, scaled):
-        row = spec.subgridspec(1, 4, width_ratios=[3, 3, 3, 2], wspace=0.3)
+        if phone:  # the scores side by side, the weights across, the output below
+            grid = spec.subgridspec(3, 2, wspace=0.3, hspace=1.0)
+            row = [grid[0, 0], grid[0, 1], grid[1, :], grid[2, 0]]
+        else:
+            row = spec.subgridspec(1, 4, width_ratios=[3, 3, 3, 2], wspace=0.3)
         panels = [("scores q·Kᵀ", d["scores"], "{:g}", "Blues", 0, 3, keys)]
         panels.append(
             ("÷ √d_k  (= ÷ 2)", d["scaled"], "{:g}", "Blues", 0, 3, keys) if scaled else None
@@ -224,7 +229,7 @@ def four_tokens_through_module(d: dict[str, torch.Tensor]) -> torch.Tensor:
     return weights[0, 0]
 
 
-@figure(chapter=5, id="four-tokens", size=(7.2, 5.0))
+@figure(chapter=5, id="four-tokens", size=(7.2, 5.0), phone_size=10.4)
 def four_tokens(rec):
     """S, A and O for four tokens, with Q, K and V, and the model's module as a check."""
     d = four_tokens_attention()
@@ -249,11 +254,26 @@ def four_tokens(rec):
 @four_tokens.draw
 def _(d, v):
     fig = plot.new_figure(v, layout=None)
+    phone = plot.is_phone(v)
     outer = fig.add_gridspec(
-        2, 1, height_ratios=[1, 1.15], left=0.09, right=0.99, top=0.93, bottom=0.06, hspace=0.5
+        2,
+        1,
+        height_ratios=[1, 1.9] if phone else [1, 1.15],
+        left=0.13 if phone else 0.09,
+        right=0.97 if phone else 0.99,
+        top=0.95 if phone else 0.93,
+        bottom=0.04 if phone else 0.06,
+        hspace=0.3 if phone else 0.5,
     )
     toks = ["CLS", "p1", "p2", "p3"]
-    top = outer[0].subgridspec(1, 4, width_ratios=[4, 2, 2, 2], wspace=0.45)
+    if phone:  # X above Q, K, V; then S and A side by side, O below
+        g = outer[0].subgridspec(2, 3, wspace=0.5, hspace=0.6)
+        top = [g[0, :2], g[1, 0], g[1, 1], g[1, 2]]
+        g = outer[1].subgridspec(3, 2, wspace=0.4, hspace=0.75)
+        bottom = [g[0, :], g[1, :], g[2, 0]]
+    else:
+        top = outer[0].subgridspec(1, 4, width_ratios=[4, 2, 2, 2], wspace=0.45)
+        bottom = outer[1].subgridspec(1, 3, width_ratios=[4, 4, 2], wspace=0.3)
     for i, (name, key, cols) in enumerate(
         (
             ("tokens X (4×D)", "x", list("1234")),
@@ -267,7 +287,7 @@ def _(d, v):
             ax,
             d[key],
             v,
-            row_labels=toks if i == 0 else [""] * 4,
+            row_labels=toks if i == 0 or (phone and i == 1) else [""] * 4,
             col_labels=cols,
             fmt="{:g}",
             cmap="Greys",
@@ -275,11 +295,28 @@ def _(d, v):
             vmax=3,
         )
         ax.set_title(name, fontsize=9)
-    bottom = outer[1].subgridspec(1, 3, width_ratios=[4, 4, 2], wspace=0.3)
     for i, (name, key, fmt, cmap, lo, hi, cols) in enumerate(
         (
-            ("S = Q Kᵀ / √Dh  (query ↓, key →)", "s", "{:.2f}", "Blues", 0, 7, toks),
-            ("A = softmax(S), each row", "a", "{:.3f}", "viridis", 0, 1, toks),
+            (
+                plot.pick(
+                    v, "S = Q Kᵀ / √Dh  (query ↓, key →)", "S = Q Kᵀ / √Dh\n(query ↓, key →)"
+                ),
+                "s",
+                "{:.2f}",
+                "Blues",
+                0,
+                7,
+                toks,
+            ),
+            (
+                plot.pick(v, "A = softmax(S), each row", "A = softmax(S),\neach row"),
+                "a",
+                "{:.3f}",
+                "viridis",
+                0,
+                1,
+                toks,
+            ),
             ("O = A V", "o", "{:.2f}", "Oranges", 0, 3, ["1", "2"]),
         )
     ):
@@ -288,7 +325,7 @@ def _(d, v):
             ax,
             d[key],
             v,
-            row_labels=toks if i == 0 else [""] * 4,
+            row_labels=toks if i == 0 or (phone and i == 2) else [""] * 4,
             col_labels=cols,
             fmt=fmt,
             cmap=cmap,
@@ -343,7 +380,7 @@ def scale_experiment(
     # --8<-- [end:why-scale]
 
 
-@figure(chapter=5, id="why-scale", size=(7.2, 3.0))
+@figure(chapter=5, id="why-scale", size=(7.2, 3.0), phone_size=7.6)
 def why_scale(rec):
     """Score spread, peak weight and softmax gradient against head size, scaled and not."""
     r = scale_experiment()
@@ -379,7 +416,7 @@ def why_scale(rec):
 @why_scale.draw
 def _(r, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 3)
+    fig, axes = plot.subplots(v, 1, 3, phone_cols=1)
     dims = r["head_dims"]
     panels = (
         ("std", "score spread\n(std over keys)", "log"),

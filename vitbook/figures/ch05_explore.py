@@ -31,7 +31,7 @@ from vitbook.figures.ch05_attention import (
 TOKENS = ["CLS", "p1", "p2", "p3"]
 
 
-@figure(chapter=5, id="attention-calculator", size=(7.2, 5.0))
+@figure(chapter=5, id="attention-calculator", size=(7.2, 5.0), phone_size=10.4)
 def attention_calculator(rec):
     """The four tokens through the book's attention (the same numbers as the chapter's figure)."""
     return {k: t.numpy() for k, t in four_tokens_attention().items()}

@@ -30,7 +30,7 @@ from vitbook.figures.ch06_multi_head import (
 IMAGE_SIDE = GRID * PATCH // 2
 
 
-@figure(chapter=6, id="heads", size=(7.2, 4.3))
+@figure(chapter=6, id="heads", size=(7.2, 4.3), phone_size=7.6)
 def heads(rec):
     """The chapter's four hand-set heads (computed there) and the data the page needs."""
     d = four_heads.compute(Recorder(6))  # its facts are recorded by the chapter's own item

@@ -71,7 +71,7 @@ def qkv_columns(D: int, heads: int) -> np.ndarray:
     return cols[:, 0, :, 0].numpy()
 
 
-@figure(chapter=6, id="head-split", size=(7.2, 3.4))
+@figure(chapter=6, id="head-split", size=(7.2, 3.4), phone_size=7.4)
 def head_split(rec):
     """The shapes of ViT-B/16's attention step by step, and which qkv columns feed which head."""
     cfg = preset("vit-b/16")
@@ -95,7 +95,8 @@ def head_split(rec):
 @head_split.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (ax, ax2) = plot.subplots(v, 2, 1, height_ratios=[1, 1.6])
+    phone = plot.is_phone(v)
+    fig, (ax, ax2) = plot.subplots(v, 2, 1, height_ratios=[1, 3.5] if phone else [1, 1.6])
     D, heads, cols = d["D"], d["heads"], d["cols"]
     Dh = D // heads
     parts = (("q", c["blue"]), ("k", c["orange"]), ("v", c["green"]))
@@ -108,6 +109,8 @@ def _(d, v):
                     (start, 0), Dh, 1, fc=col, ec=c["bg"], lw=0.8, alpha=0.95 if h % 2 == 0 else 0.6
                 )
             )
+            if phone and (h >= 10 or h % 3):  # narrow cells: every third head is numbered
+                continue
             ax.text(
                 start + Dh / 2,
                 0.5,
@@ -120,7 +123,11 @@ def _(d, v):
         ax.text(
             p * D + D / 2,
             1.15,
-            f"{name}: columns {p * D}–{(p + 1) * D - 1}",
+            plot.pick(
+                v,
+                f"{name}: columns {p * D}–{(p + 1) * D - 1}",
+                f"{name}: {p * D}–{(p + 1) * D - 1}",
+            ),
             ha="center",
             va="bottom",
             fontsize=8.5,
@@ -132,8 +139,44 @@ def _(d, v):
     ax.set_xticks([0, D, 2 * D, 3 * D])
     ax.spines["left"].set_visible(False)
     ax.set_xlabel(
-        "output column of attn.qkv, Linear(D, 3D); numbers in the cells: head", fontsize=9
+        plot.pick(
+            v,
+            "output column of attn.qkv, Linear(D, 3D); numbers in the cells: head",
+            "output column of attn.qkv, Linear(D, 3D);\nnumbers in the cells: head",
+        ),
+        fontsize=9,
     )
+    if phone:  # the (3, heads) grid turned on its side: one row per head
+        for p, (_name, col) in enumerate(parts):
+            for h in range(heads):
+                ax2.add_patch(
+                    Rectangle(
+                        (p, heads - 1 - h), 0.94, 0.86, fc=col, ec="none",
+                        alpha=0.95 if h % 2 == 0 else 0.6,
+                    )
+                )  # fmt: skip
+                ax2.text(
+                    p + 0.47,
+                    heads - 1 - h + 0.43,
+                    f"{cols[p, h, 0]}–{cols[p, h, -1]}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if not v.dark else "black",
+                )
+        ax2.set_title("after reshape and permute:\nq, k and v of each head", fontsize=9)
+        ax2.set_xlim(-0.05, 3)
+        ax2.set_ylim(-0.1, heads)
+        ax2.set_xticks([0.47, 1.47, 2.47], labels=["q", "k", "v"])
+        ax2.set_yticks(
+            [heads - 1 - h + 0.43 for h in range(heads)], labels=[str(h) for h in range(heads)]
+        )
+        ax2.tick_params(length=0)
+        for s in ax2.spines.values():
+            s.set_visible(False)
+        ax2.set_ylabel("head", fontsize=9)
+        ax2.set_xlabel(f"each block: all tokens × Dh = {Dh} columns", fontsize=9)
+        return fig
     # Bottom: after reshape + permute, a (3, heads) grid of (T, Dh) blocks.
     for p, (_name, col) in enumerate(parts):
         for h in range(heads):
@@ -327,7 +370,7 @@ def hand_set_heads(
     # --8<-- [end:hand-set-heads]
 
 
-@figure(chapter=6, id="four-heads", size=(7.2, 4.3))
+@figure(chapter=6, id="four-heads", size=(7.2, 4.3), phone_size=7.6)
 def four_heads(rec):
     """One patch's attention row in each of four hand-set heads, and each head's mean
     attention distance (ViT appendix D.7) over all 196 query patches."""
@@ -358,20 +401,29 @@ def four_heads(rec):
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v, layout=None)
-    g = fig.add_gridspec(
-        2,
-        4,
-        height_ratios=[1.75, 1],
-        left=0.02,
-        right=0.98,
-        top=0.9,
-        bottom=0.13,
-        hspace=0.45,
-        wspace=0.08,
-    )
+    phone = plot.is_phone(v)
+    if phone:  # the four maps in two rows, the note and the bars below
+        g = fig.add_gridspec(
+            3, 2, height_ratios=[1, 1, 0.55], left=0.03, right=0.97, top=0.96, bottom=0.27,
+            hspace=0.35, wspace=0.1,
+        )  # fmt: skip
+        cells = [g[0, 0], g[0, 1], g[1, 0], g[1, 1]]
+    else:
+        g = fig.add_gridspec(
+            2,
+            4,
+            height_ratios=[1.75, 1],
+            left=0.02,
+            right=0.98,
+            top=0.9,
+            bottom=0.13,
+            hspace=0.45,
+            wspace=0.08,
+        )
+        cells = [g[0, h] for h in range(4)]
     r, col = divmod(QUERY, GRID)
     for h, name in enumerate(HEAD_NAMES):
-        ax = fig.add_subplot(g[0, h])
+        ax = fig.add_subplot(cells[h])
         row = d["rows"][h]
         plot.attention_overlay(ax, d["image"], row / row.max(), alpha=0.6)
         ax.add_patch(
@@ -390,19 +442,27 @@ def _(d, v):
             fontsize=8.5,
             color=c["fg"],
         )
-    note = fig.add_subplot(g[1, 0])  # the bar chart's labels reach into column 1
+    note = fig.add_subplot(g[2, :] if phone else g[1, 0])  # the bars' labels reach column 1
     note.axis("off")
     note.text(
         0.02,
         0.95,
-        f"cyan square: the query,\npatch {QUERY} (an eye)\n\ncolour: its attention\n"
-        "row over the 196\npatches, each map\nscaled to its maximum",
+        plot.pick(
+            v,
+            f"cyan square: the query,\npatch {QUERY} (an eye)\n\ncolour: its attention\n"
+            "row over the 196\npatches, each map\nscaled to its maximum",
+            f"cyan square: the query, patch {QUERY} (an eye)\ncolour: its attention row over"
+            " the 196 patches,\neach map scaled to its maximum",
+        ),
         va="top",
         fontsize=8,
         color=c["fg"],
         transform=note.transAxes,
     )
-    ax = fig.add_subplot(g[1, 2:4])
+    if phone:
+        ax = fig.add_subplot(fig.add_gridspec(1, 1, left=0.3, right=0.95, top=0.2, bottom=0.07)[0])
+    else:
+        ax = fig.add_subplot(g[1, 2:4])
     ys = np.arange(len(HEAD_NAMES))[::-1]
     ax.barh(ys, d["dist"], color=[c["blue"], c["purple"], c["green"], c["orange"]], height=0.6)
     for y, x in zip(ys, d["dist"], strict=True):
@@ -419,5 +479,10 @@ def _(d, v):
         va="bottom",
     )
     ax.set_xlim(0, max(d["uniform"], d["dist"].max()) * 1.15)
-    ax.set_xlabel("mean attention distance (pixels, 224-pixel image)", fontsize=9)
+    ax.set_xlabel(
+        plot.pick(
+            v, "mean attention distance (pixels, 224-pixel image)", "mean attention distance (px)"
+        ),
+        fontsize=9,
+    )
     return fig

@@ -29,7 +29,7 @@ STACK = {"dim": 128, "heads": 4, "depth": 24, "tokens": 50, "batch": 4, "classes
 # ---------------------------------------------------------------------------------------------
 
 
-@figure(chapter=7, id="block-diagram", size=(7.2, 5.4))
+@figure(chapter=7, id="block-diagram", size=(7.2, 5.4), phone_size=9.6)
 def block_diagram(rec):
     """The shapes a ViT-B/16 block sees, for the two orders of LayerNorm and residual."""
     cfg = preset(B16)
@@ -134,7 +134,7 @@ def _stack(ax, steps, skips, c, title):
 @block_diagram.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     T, D, M, h, Dh = d["T"], d["D"], d["M"], d["heads"], d["Dh"]
     tok = f"({T} × {D})"
     pre = [
@@ -187,7 +187,7 @@ def _(d, v):
 # ---------------------------------------------------------------------------------------------
 
 
-@figure(chapter=7, id="layernorm-vs-batchnorm", size=(7.2, 3.6))
+@figure(chapter=7, id="layernorm-vs-batchnorm", size=(7.2, 3.6), phone_size=7.4)
 def layernorm_vs_batchnorm(rec):
     """What each norm averages over, and whether a token's output depends on the rest of the
     batch: change image 1 of a batch and measure how image 0's normalised tokens move."""
@@ -225,12 +225,19 @@ def layernorm_vs_batchnorm(rec):
 @layernorm_vs_batchnorm.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (ax, bx) = plot.subplots(v, 1, 2, width_ratios=[1.35, 1])
+    fig, (ax, bx) = plot.subplots(v, 1, 2, width_ratios=[1.35, 1], phone_cols=1)
     x, B, T, D = d["x"], d["B"], d["T"], d["D"]
     lim = float(np.abs(x).max())
     im = ax.imshow(x, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
     bar = fig.colorbar(im, ax=ax, location="bottom", shrink=0.7, aspect=30, pad=0.02)
-    bar.set_label("value (seeded draws, a different spread and offset per feature)", fontsize=8)
+    bar.set_label(
+        plot.pick(
+            v,
+            "value (seeded draws, a different spread and offset per feature)",
+            "value (seeded draws, a different spread\nand offset per feature)",
+        ),
+        fontsize=8,
+    )
     bar.ax.tick_params(labelsize=8)
     ax.set_xticks(range(D), labels=[str(i) for i in range(D)])
     ax.set_yticks([b * T + T / 2 - 0.5 for b in range(B)], labels=[f"image {b}" for b in range(B)])
@@ -334,7 +341,7 @@ def gradient_profile(init: str, order: str) -> dict[str, list[float]]:
     return {"grad": grads, "rms": sizes}
 
 
-@figure(chapter=7, id="pre-vs-post-norm", size=(7.2, 3.5))
+@figure(chapter=7, id="pre-vs-post-norm", size=(7.2, 3.5), phone_size=7.0)
 def pre_vs_post_norm(rec):
     """Gradient norm per block at initialisation, pre-norm against post-norm, two inits."""
     runs = {
@@ -367,7 +374,7 @@ def steady(values) -> list[float]:
 @pre_vs_post_norm.draw
 def _(runs, v):
     c = plot.colors(v)
-    fig, (ax, bx) = plot.subplots(v, 1, 2)
+    fig, (ax, bx) = plot.subplots(v, 1, 2, phone_cols=1)
     layers = np.arange(1, STACK["depth"] + 1)
     style = {"pre": (c["blue"], "pre-norm"), "post": (c["orange"], "post-norm")}
     for init, ls in (("xavier", "-"), ("timm", "--")):
@@ -434,7 +441,7 @@ def gelu_tanh_gap() -> tuple[float, float]:
     return gap[i].item(), abs(x[i].item())
 
 
-@figure(chapter=7, id="gelu-vs-relu", size=(7.2, 3.2))
+@figure(chapter=7, id="gelu-vs-relu", size=(7.2, 3.2), phone_size=6.6)
 def gelu_vs_relu(rec):
     """GELU (exact erf form, as torch.nn.GELU computes it) and ReLU, values and slopes."""
     x_min, y_min = gelu_minimum()
@@ -467,7 +474,7 @@ def gelu_vs_relu(rec):
 @gelu_vs_relu.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (ax, bx) = plot.subplots(v, 1, 2)
+    fig, (ax, bx) = plot.subplots(v, 1, 2, phone_cols=1)
     x = d["x"]
     ax.plot(x, d["relu"], color=c["muted"], lw=1.6)
     ax.plot(x, d["gelu"], color=c["blue"])
@@ -559,9 +566,21 @@ def _(parts, v):
     colours = [c["blue"], c["purple"], c["orange"], c["yellow"], c["green"]]
     total = sum(parts.values())
     left = 0
+    phone = plot.is_phone(v)
     for (name, n), col in zip(parts.items(), colours, strict=True):
         ax.barh(0, n, left=left, color=col, height=0.5)
-        if n / total > 0.05:
+        if phone and 0.05 < n / total < 0.15:  # too narrow to hold its label: below the bar
+            ax.annotate(
+                f"{name}: {n:,} ({n / total:.1%})",
+                (left + n / 2, -0.25),
+                xytext=(-6, -16),
+                textcoords="offset points",
+                ha="left",
+                va="top",
+                fontsize=8.5,
+                arrowprops={"arrowstyle": "-", "color": c["muted"], "lw": 0.8},
+            )
+        elif n / total > 0.05:
             ax.text(
                 left + n / 2,
                 0,
@@ -583,13 +602,13 @@ def _(parts, v):
             )
         left += n
     ax.set_xlim(0, total)
-    ax.set_ylim(-0.4, 0.75)
+    ax.set_ylim(-0.85 if phone else -0.4, 0.75)
     ax.set_yticks([])
     ax.spines["left"].set_visible(False)
     ax.xaxis.set_major_formatter(
         plot.matplotlib.ticker.FuncFormatter(lambda val, _: f"{val / 1e6:.0f}M")
     )
-    ax.set_xlabel(f"parameters in one ViT-B/16 block ({total:,} in all)")
+    ax.set_xlabel(f"parameters in one ViT-B/16 block{plot.pick(v, ' ', chr(10))}({total:,} in all)")
     return fig
 
 

@@ -16,7 +16,7 @@ from vitbook.engine import ExplorerData, Recorder, figure
 from vitbook.figures.ch07_block import gelu_vs_relu
 
 
-@figure(chapter=7, id="gelu-relu", size=(7.2, 3.2))
+@figure(chapter=7, id="gelu-relu", size=(7.2, 3.2), phone_size=6.6)
 def gelu_relu(rec):
     """The chapter's GELU and ReLU curves, slopes and GELU's minimum (computed there)."""
     return gelu_vs_relu.compute(Recorder(7))  # its facts are recorded by the chapter's item

@@ -75,7 +75,7 @@ def config_fields(cfg: ViTConfig) -> dict:
     }
 
 
-@figure(chapter=8, id="cost-calculator", size=(7.2, 4.0))
+@figure(chapter=8, id="cost-calculator", size=(7.2, 4.0), phone_size=5.4)
 def cost_calculator(rec):
     """Every preset's multiply-accumulates (attention matmuls counted) at three image sizes."""
     gmacs = {}
@@ -114,14 +114,29 @@ def _(d, v):
         for i, val in enumerate(vals):
             if np.isnan(val):
                 refused.setdefault(i, []).append(str(size))
+    notes = []
     for i, sizes in refused.items():
         P = PRESETS[names[i]].patch_size
+        if plot.is_phone(v):  # no room beside the bars: said below the axis instead
+            notes.append(f"{_label(names[i])}: no bar at {' and '.join(sizes)} px\n"
+                         f"(not multiples of P = {P})")  # fmt: skip
+            continue
         ax.text(i + width / 2, 2e-3, f"{', '.join(sizes)}: not\nmultiples of P = {P}",
                 rotation=90, fontsize=7, ha="center", va="bottom", color=c["muted"])  # fmt: skip
+    if notes:
+        ax.set_xlabel("\n".join(notes), fontsize=8, color=c["muted"])
     ax.set_yscale("log")
-    ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8)
+    ax.set_xticks(range(len(names)), labels=[_label(n) for n in names], fontsize=8,
+                  rotation=plot.pick(v, 0, 90))  # fmt: skip
     ax.set_ylabel("GMACs per image (log scale)")
-    ax.set_title("Compute of each preset at three image sizes (vitbook.calc.macs)", fontsize=10)
+    ax.set_title(
+        plot.pick(
+            v,
+            "Compute of each preset at three image sizes (vitbook.calc.macs)",
+            "Compute of each preset\nat three image sizes",
+        ),
+        fontsize=10,
+    )
     ax.legend(loc="upper left")
     ax.grid(axis="y", which="major")
     return fig

@@ -126,7 +126,7 @@ MAC_PARTS = {  # label: keys of macs summed
 }
 
 
-@figure(chapter=8, id="params-and-macs", size=(7.2, 4.2))
+@figure(chapter=8, id="params-and-macs", size=(7.2, 4.2), phone_size=5.6)
 def params_and_macs(rec):
     """ViT-B/16 at 224: parameters and multiply-accumulates by component (vitbook.calc)."""
     cfg = preset(B16)
@@ -200,8 +200,19 @@ def _(d, v):
     ax.set_xlabel("parameters (millions)")
     ax.set_title("ViT-B/16: parameters", fontsize=10)
     _hbars(bx, d["macs"], 1e9, "G", "M", c, col)
-    bx.set_xlabel("multiply-accumulates per 224×224 image (billions)")
-    bx.set_title("ViT-B/16: compute (MACs, attention matmuls counted)", fontsize=10)
+    bx.set_xlabel(
+        plot.pick(
+            v,
+            "multiply-accumulates per 224×224 image (billions)",
+            "MACs per 224×224 image (billions)",
+        )
+    )
+    bx.set_title(
+        plot.pick(
+            v, "ViT-B/16: compute (MACs, attention matmuls counted)", "ViT-B/16: compute (MACs)"
+        ),
+        fontsize=10,
+    )
     return fig
 
 
@@ -251,7 +262,7 @@ def median_latencies(
     # --8<-- [end:latency]
 
 
-@figure(chapter=8, id="latency", size=(7.2, 3.4), deterministic=False)
+@figure(chapter=8, id="latency", size=(7.2, 3.4), deterministic=False, phone_size=4.4)
 def latency(rec):
     """ViT-Ti/16 on this machine's CPU at several resolutions, batch 1, against two predictions
     made from the 224-pixel time: scaled by the MAC count, and scaled by the token pairs."""
@@ -303,12 +314,33 @@ def _(rows, v):
     ax.plot(s, pm, "-", color=c["blue"], lw=1.5)
     ax.plot(s, ms, "o", color=c["orange"], ms=7, zorder=5)
     plot.label_line(ax, s[-1], pq[-1], "prediction from\ntoken pairs (N+1)²", c["muted"])
-    plot.label_line(ax, s[-1], pm[-1], "prediction from\nthe MAC count", c["blue"])
-    plot.label_line(ax, s[-1], ms[-1], "measured\n(median)", c["orange"], va="top")
+    if plot.is_phone(v):  # little room on the right: one label above, one below
+        ax.annotate(
+            "prediction from\nthe MAC count",
+            (s[-1], pm[-1]),
+            xytext=(4, 4),
+            textcoords="offset points",
+            va="bottom",
+            fontsize=8.5,
+            color=c["blue"],
+        )
+        ax.annotate(
+            "measured\n(median)",
+            (s[-1], ms[-1]),
+            xytext=(6, -4),
+            textcoords="offset points",
+            va="top",
+            fontsize=8.5,
+            color=c["orange"],
+        )
+    else:
+        plot.label_line(ax, s[-1], pm[-1], "prediction from\nthe MAC count", c["blue"])
+        plot.label_line(ax, s[-1], ms[-1], "measured\n(median)", c["orange"], va="top")
     for x, y in zip(s, ms, strict=True):
         ax.annotate(f"{y:.0f}", (x, y), xytext=(-6, 6), textcoords="offset points",
                     ha="right", fontsize=8, color=c["orange"])  # fmt: skip
-    ax.set_xticks(s)
+    shown = plot.pick(v, s, s[::2] if len(s) > 4 else s)
+    ax.set_xticks(shown, labels=[str(x) for x in shown])
     ax.set_xlim(s[0] - 20, s[-1] + 110)
     ax.set_yscale("log")  # equal ratios, equal heights: the predictions are ratios
     lo, hi = min(ms + pm) * 0.6, max(pq) * 1.6
@@ -319,7 +351,11 @@ def _(rows, v):
     ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
     ax.yaxis.set_minor_formatter(plot.matplotlib.ticker.NullFormatter())
     ax.set_xlabel("image side (pixels), patch size 16")
-    ax.set_ylabel("time per image, batch 1 (ms, log scale)")
+    ax.set_ylabel(
+        plot.pick(
+            v, "time per image, batch 1 (ms, log scale)", "time per image, batch 1\n(ms, log scale)"
+        )
+    )
     ax.grid(True, axis="y", which="major")
     return fig
 
@@ -351,7 +387,7 @@ def crossover(dim: int, parts: tuple[str, ...]) -> int:
     return lo
 
 
-@figure(chapter=8, id="attention-vs-mlp", size=(7.2, 3.6))
+@figure(chapter=8, id="attention-vs-mlp", size=(7.2, 3.6), phone_size=4.6)
 def attention_vs_mlp(rec):
     """Share of one ViT-B block's MACs in the attention projections, the attention matmuls and
     the MLP, over the sequence length T."""
@@ -409,18 +445,30 @@ def _(d, v):
     ink = "#ffffff" if not v.dark else "#111111"
     ax.text(14, 0.17, "qkv + output projections", color=ink, fontsize=9)
     ax.text(14, 0.62, "MLP (fc1, fc2)", color=ink, fontsize=10, fontweight="bold")
-    ax.text(7000, 0.5, "Q Kᵀ and A V", color=ink, fontsize=9, ha="center")
+    phone = plot.is_phone(v)
+    ax.text(9000 if phone else 7000, 0.5, plot.pick(v, "Q Kᵀ and A V", "Q Kᵀ\nand A V"), color=ink,
+            fontsize=9, ha="center")  # fmt: skip
     all_attn, matmuls = d["cross"]
     for x, label, ha, k in ((all_attn, "all attention = MLP", "right", 0.93),
                             (matmuls, "matmuls alone = MLP", "left", 1.07)):  # fmt: skip
         ax.axvline(x, color=ink, lw=1.2, ls=":")
+        if phone:  # both to the left of their lines, one above the other
+            y = 0.97 if ha == "right" else 0.80
+            ax.text(x * 0.93, y, f"{label.replace(' = ', chr(10) + '= ')}\nT = {x:,}", ha="right",
+                    va="top", fontsize=8.5, color=ink)  # fmt: skip
+            continue
         ax.text(x * k, 0.97, f"{label}\nT = {x:,}", ha=ha, va="top", fontsize=8.5, color=ink)
-    for size, (tt, _, _) in d["marks"].items():
-        ax.annotate(f"{size}", (tt, 0), xytext=(0, -27), textcoords="offset points",
+    for k, (size, (tt, _, _)) in enumerate(d["marks"].items()):
+        dy = -27 - (10 if phone and k % 2 else 0)  # staggered where they crowd
+        ax.annotate(f"{size}", (tt, 0), xytext=(0, dy), textcoords="offset points",
                     ha="center", fontsize=8, color=c["fg"],
                     arrowprops={"arrowstyle": "-|>", "color": c["fg"], "lw": 0.8})  # fmt: skip
-    ax.set_xlabel("sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, 384 and 512"
-                  " pixels", labelpad=14)  # fmt: skip
+    xlabel = plot.pick(
+        v,
+        "sequence length T = N + 1 (log scale); arrows: ViT-B/16 at 224, 384 and 512 pixels",
+        "sequence length T = N + 1 (log scale);\narrows: ViT-B/16 at 224, 384 and 512 pixels",
+    )
+    ax.set_xlabel(xlabel, labelpad=plot.pick(v, 14, 24))
     ax.set_ylabel("share of one block's MACs")
     return fig
 

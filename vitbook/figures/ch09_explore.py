@@ -48,7 +48,7 @@ def weight_arrays(model) -> dict[str, np.ndarray]:
     return {f"w:{k}": v.detach().float().numpy() for k, v in model.state_dict().items()}
 
 
-@figure(chapter=9, id="draw-a-digit", size=(7.2, 2.6), trained=True)
+@figure(chapter=9, id="draw-a-digit", size=(7.2, 2.6), trained=True, phone_size=5.2)
 def draw_a_digit(rec):
     """Test digits through the trained TinyViT8: predictions and the CLS rollout."""
     # seed 0 of Chapter 9, with the book's initialisation
@@ -71,7 +71,7 @@ def draw_a_digit(rec):
 @draw_a_digit.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, N_DRAWN)
+    fig, axes = plot.subplots(v, 1, N_DRAWN, phone_cols=4)
     probs = torch.tensor(d["logits"]).softmax(-1).numpy()
     g = d["model"].cfg.grid
     P = d["model"].cfg.patch_size

@@ -29,7 +29,7 @@ RECIPE_LR = 1e-2  # the rate at which the recipes are compared
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
 
 
-@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True)
+@figure(chapter=9, id="digits-curves", size=(7.2, 3.0), trained=True, phone_size=6.4)
 def digits_curves(rec):
     """TinyViT8 on scikit-learn's digits with the book's initialisation and with PyTorch's
     defaults (the lab's), the same seeds: training loss and test accuracy per epoch."""
@@ -64,7 +64,7 @@ def digits_curves(rec):
 @digits_curves.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     names = {
         "book": ("book (timm's) init", c["blue"]),
         "pytorch": ("PyTorch default (lab)", c["orange"]),
@@ -89,7 +89,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="shapes-data", size=(7.2, 2.2))
+@figure(chapter=9, id="shapes-data", size=(7.2, 2.2), phone_size=3.4)
 def shapes_data(rec):
     """Examples of the two synthetic tasks, with each object's box."""
     pre = make_shapes(12, classes=PRETRAIN_CLASSES, seed=100)
@@ -104,8 +104,11 @@ def shapes_data(rec):
 @shapes_data.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 2, 10, layout=None)
-    fig.subplots_adjust(left=0.06, right=0.995, top=0.9, bottom=0.02, wspace=0.12, hspace=0.4)
+    fig, axes = plot.subplots(v, 2, 10, layout=None, phone_cols=5)
+    if plot.is_phone(v):
+        fig.subplots_adjust(left=0.1, right=0.99, top=0.94, bottom=0.01, wspace=0.12, hspace=0.45)
+    else:
+        fig.subplots_adjust(left=0.06, right=0.995, top=0.9, bottom=0.02, wspace=0.12, hspace=0.4)
     items = [(d["pre"], i) for i in range(10)] + [(d["fine"], i) for i in range(8)]
     for ax in axes.flat:
         ax.set_axis_off()
@@ -119,12 +122,15 @@ def _(d, v):
         ax.set_title(s.classes[s.labels[i]], fontsize=8, loc="center", fontweight="normal")
     for row, name in enumerate(("pre-train", "fine-tune")):
         box = axes[row, 0].get_position()
-        fig.text(0.03, (box.y0 + box.y1) / 2, name, rotation=90, ha="center", va="center",
-                 fontsize=9)  # fmt: skip
+        if plot.is_phone(v):  # two rows of five per set: centred on both
+            box2 = axes[row, 5].get_position()
+            box = type(box)([[box.x0, box2.y0], [box.x1, box.y1]])
+        fig.text(0.03 if not plot.is_phone(v) else 0.04, (box.y0 + box.y1) / 2, name, rotation=90,
+                 ha="center", va="center", fontsize=9)  # fmt: skip
     return fig
 
 
-@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True)
+@figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True, phone_size=7.8)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
     learning rate it followed."""
@@ -145,7 +151,7 @@ def pretrain_curves(rec):
 @pretrain_curves.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2, a3) = plot.subplots(v, 1, 3)
+    fig, (a1, a2, a3) = plot.subplots(v, 1, 3, phone_cols=1)
     ep = np.arange(1, len(d["loss"]) + 1)
     a1.plot(ep, d["loss"], color=c["blue"], marker="o", ms=3)
     a1.set(xlabel="epoch", ylabel="training loss", title="Loss")
@@ -161,7 +167,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True)
+@figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True, phone_size=4.4)
 def transfer(rec):
     """Test accuracy on the four new shapes against training-set size, every run the same
     number of optimiser steps: small CNN, ViT from scratch, and the pre-trained ViT fine-tuned
@@ -217,8 +223,12 @@ def _(d, v):
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([str(s) for s in sizes])
     ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
-    ax.set(xlabel="training images of the new task (log scale); same steps for every run",
-           ylabel="test accuracy (%)", ylim=(0, 102))  # fmt: skip
+    xlabel = plot.pick(
+        v,
+        "training images of the new task (log scale); same steps for every run",
+        "training images of the new task (log scale);\nsame steps for every run",
+    )
+    ax.set(xlabel=xlabel, ylabel="test accuracy (%)", ylim=(0, 102))
     ax.grid(axis="y")
     return fig
 
@@ -231,7 +241,7 @@ def _log_x(ax, ticks) -> None:
     ax.set_xticklabels([f"{t:g}" for t in ticks])
 
 
-@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True)
+@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True, phone_size=6.6)
 def lr_sweep(rec):
     """Left: final test accuracy against a constant Adam learning rate for the small CNN
     trained from scratch and the pre-trained ViT fine-tuned. Right: the fine-tuned ViT at
@@ -273,7 +283,7 @@ def lr_sweep(rec):
 @lr_sweep.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1])
+    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1], phone_cols=1)
     cols = {"cnn": c["purple"], "vit_full": c["green"]}
     for j, (m, name) in enumerate(SWEEP_MODELS.items()):
         per = 100 * np.array([d["final"][m][lr] for lr in LRS])  # (lrs, seeds)
@@ -296,7 +306,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True)
+@figure(chapter=9, id="interpolated-pos", size=(7.2, 3.6), trained=True, phone_size=7.2)
 def interpolated_pos(rec):
     """Four dimensions of the learned position table on its 8×8 grid and after bicubic
     resampling to 12×12; accuracy at 48×48 with each table, before and after fine-tuning,
@@ -349,7 +359,12 @@ def interpolated_pos(rec):
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+    phone = plot.is_phone(v)
+    grid = (
+        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 1.7])
+        if phone
+        else fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+    )
     lim = max(np.abs(d["old"]).max(), np.abs(d["new"]).max())
     for i in range(4):
         for row, key in enumerate(("old", "new")):
@@ -358,11 +373,11 @@ def _(d, v):
             ax.set_xticks([])
             ax.set_yticks([])
             g = d[key][i].shape[0]
-            ax.set_title(f"dim {d['dims'][i]}, {g}×{g}", fontsize=8, loc="center",
-                         fontweight="normal")  # fmt: skip
-    cax = fig.add_subplot(grid[:, 4])
+            ax.set_title(f"dim {d['dims'][i]}{plot.pick(v, ', ', chr(10))}{g}×{g}", fontsize=8,
+                         loc="center", fontweight="normal")  # fmt: skip
+    cax = fig.add_subplot(grid[:2, 4] if phone else grid[:, 4])
     fig.colorbar(im, cax=cax, label="table value")
-    ax = fig.add_subplot(grid[:, 5])
+    ax = fig.add_subplot(grid[2, :] if phone else grid[:, 5])
     names = ["interpolated", "fresh"]
     for x, n in enumerate(names):
         ax.plot([x - 0.2], [100 * d["before"][n]], "s", color=c["muted"], ms=6)
@@ -376,7 +391,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True)
+@figure(chapter=9, id="participant-leak", size=(7.2, 2.8), trained=True, phone_size=3.6)
 def participant_leak(rec):
     """The same k-nearest-neighbour classifier, scored by 5-fold cross-validation with a
     frame-level random split and with a participant-level GroupKFold split."""
@@ -398,15 +413,23 @@ def _(d, v):
     fig, ax = plot.subplots(v)
     rows = [("frame-level split\n(KFold, shuffled)", d["frame"], c["red"]),
             ("participant-level split\n(GroupKFold)", d["person"], c["blue"])]  # fmt: skip
+    if plot.is_phone(v):
+        rows = [("frame-level\n(KFold)", d["frame"], c["red"]),
+                ("participant-\nlevel (Group-\nKFold)", d["person"], c["blue"])]  # fmt: skip
     for y, (_, scores, col) in enumerate(rows):
         ax.barh(y, 100 * scores.mean(), color=col, height=0.55)
         ax.plot(100 * scores, np.full(len(scores), y), "o", color=c["fg"], ms=4)
-        ax.text(100 * max(scores.mean(), scores.max()) + 2, y, f"mean {100 * scores.mean():.0f}%",
-                va="center", fontsize=9)  # fmt: skip
+        if plot.is_phone(v):  # inside the bar: beside it the label would cover the dots
+            ax.text(2, y - 0.2, f"mean {100 * scores.mean():.0f}%", va="center", fontsize=9,
+                    color="white" if not v.dark else "#111111")  # fmt: skip
+        else:
+            ax.text(100 * max(scores.mean(), scores.max()) + 2, y,
+                    f"mean {100 * scores.mean():.0f}%", va="center", fontsize=9)  # fmt: skip
     ax.axvline(100 * d["chance"], color=c["muted"], ls="--", lw=1)
     ax.text(100 * d["chance"] + 1, -0.45, "chance", color=c["muted"], fontsize=8)
     ax.set_yticks([0, 1], [r[0] for r in rows])
-    ax.set(xlabel="cross-validated accuracy (%); dots: the five folds", xlim=(0, 118),
+    ax.set(xlabel=plot.pick(v, "cross-validated accuracy (%); dots: the five folds",
+                            "cross-validated accuracy (%);\ndots: the five folds"), xlim=(0, 118),
            ylim=(-0.5, 1.5))  # fmt: skip
     return fig
 

@@ -68,7 +68,7 @@ def explorer_attention() -> dict:
     }
 
 
-@figure(chapter=10, id="attention-explorer", size=(7.2, 5.0), trained=True)
+@figure(chapter=10, id="attention-explorer", size=(7.2, 5.0), trained=True, phone_size=9.6)
 def attention_explorer(rec):
     """The twelve test images with label and prediction, and each one's class-token rollout
     through all layers (what the explorer shows first is one of these maps)."""
@@ -85,12 +85,12 @@ def attention_explorer(rec):
 def _(d, v):
     c = plot.colors(v)
     n = len(d["images"])
-    cols = n // 2
+    cols = n // plot.pick(v, 2, 4)  # on the phone: four blocks of three
     gh, gw = d["cfg"].grid
     maps = d["rollout"][:, -1, 0, 1:].reshape(n, gh, gw)  # CLS row, patch keys
     top = float(maps.max())
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(4, cols + 1, width_ratios=[1] * cols + [0.12])
+    grid = fig.add_gridspec(2 * (-(-n // cols)), cols + 1, width_ratios=[1] * cols + [0.12])
     im = None
     for k in range(n):
         r, j = 2 * (k // cols), k % cols
@@ -98,8 +98,9 @@ def _(d, v):
         plot.show_image(ax, d["images"][k])
         label, pred = PRETRAIN_CLASSES[d["labels"][k]], PRETRAIN_CLASSES[d["preds"][k]]
         ok = label == pred
-        ax.set_title(f"{k + 1}: {label}\n(model: {pred})", fontsize=7.5, loc="center",
-                     fontweight="normal", color=c["fg"] if ok else c["red"])  # fmt: skip
+        ax.set_title(f"{k + 1}: {label}\n(model: {pred})", fontsize=plot.pick(v, 7.5, 8),
+                     loc="center", fontweight="normal",
+                     color=c["fg"] if ok else c["red"])  # fmt: skip
         ax = fig.add_subplot(grid[r + 1, j])
         im = ax.imshow(maps[k], cmap="viridis", vmin=0, vmax=top, interpolation="nearest")
         ax.set_xticks([])

@@ -45,7 +45,7 @@ def _spectrum(w: torch.Tensor) -> np.ndarray:
     return (s**2 / (s**2).sum()).numpy()
 
 
-@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6), trained=True)
+@figure(chapter=10, id="embedding-filters", size=(7.2, 2.6), trained=True, phone_size=5.6)
 def embedding_filters(rec):
     """Principal components of the patch-embedding filters (the Conv2d weight, D filters of
     3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains, against
@@ -85,14 +85,19 @@ def embedding_filters(rec):
 def _(d, v):
     c = plot.colors(v)
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(2, 8, width_ratios=[1] * 6 + [0.3, 3.2])
+    phone = plot.is_phone(v)
+    grid = (
+        fig.add_gridspec(3, 6, height_ratios=[1, 1, 2.4])
+        if phone
+        else fig.add_gridspec(2, 8, width_ratios=[1] * 6 + [0.3, 3.2])
+    )
     for i, comp in enumerate(d["comps"]):
         ax = fig.add_subplot(grid[i // 6, i % 6])
         img = comp.transpose(1, 2, 0)
         img = 0.5 + 0.5 * img / np.abs(img).max()  # each component scaled to fill [0, 1]
         plot.show_image(ax, img)
         ax.set_title(f"PC {i + 1}", fontsize=8, loc="center", fontweight="normal")
-    ax = fig.add_subplot(grid[:, 7])
+    ax = fig.add_subplot(grid[2, :] if phone else grid[:, 7])
     k = np.arange(1, len(d["var"]) + 1)
     ax.bar(k, 100 * d["var"], color=c["blue"], width=0.7, label="trained filters")
     ax.fill_between(k, 100 * d["rand_lo"], 100 * d["rand_hi"], color=c["fg"], alpha=0.35,
@@ -103,7 +108,7 @@ def _(d, v):
     return fig
 
 
-@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2), trained=True)
+@figure(chapter=10, id="pos-similarity", size=(5.6, 5.2), trained=True, phone_size=4.0)
 def pos_similarity(rec):
     """Cosine similarity between the learned position embedding of each patch (one small map
     per patch, at its place in the grid) and those of all the others."""
@@ -231,7 +236,8 @@ def _(d, v):
     ax.set_xlim(0.6, L + 1.3)
     top = 1.2 * max(dist.max(), d["uniform"], d["rdist"].max())
     ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, top))
-    ax.text(0.02, 0.04, "dots: the heads of the trained model; ×: random weights",
+    note = "dots: the heads of the trained model; ×: random weights"
+    ax.text(0.02, 0.04, note.replace("; ", ";\n") if plot.is_phone(v) else note,
             fontsize=8, color=c["fg"], transform=ax.transAxes)  # fmt: skip
     return fig
 
@@ -278,7 +284,7 @@ def colour_saliency(images: np.ndarray, patch: int) -> np.ndarray:
 
 
 # --8<-- [start:localisation]
-@figure(chapter=10, id="rollout", size=(7.2, 4.3), trained=True)
+@figure(chapter=10, id="rollout", size=(7.2, 4.3), trained=True, phone_size=8.4)
 def rollout(rec):
     """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
     the six shapes, and how often each map's peak lands inside the object's box, against
@@ -337,11 +343,14 @@ def _(d, v):
     c = plot.colors(v)
     n = len(d["images"])
     fig = plot.new_figure(v)
-    grid = fig.add_gridspec(3, n + 1, width_ratios=[1] * n + [0.12])
+    # on a phone the images come in two blocks of three rows, half of them in each
+    per = -(-n // 2) if plot.is_phone(v) else n
+    blocks = -(-n // per)
+    grid = fig.add_gridspec(3 * blocks, per + 1, width_ratios=[1] * per + [0.12])
     rows = [("image", None), ("last-layer\nCLS attention", "raw"), ("attention\nrollout", "roll")]
     for j in range(n):
         for i, (name, key) in enumerate(rows):
-            ax = fig.add_subplot(grid[i, j])
+            ax = fig.add_subplot(grid[3 * (j // per) + i, j % per])
             if key is None:
                 plot.show_image(ax, d["images"][j])
                 ok = d["labels"][j] == d["preds"][j]
@@ -362,9 +371,9 @@ def _(d, v):
             x0, y0, x1, y1 = d["boxes"][j]
             ax.add_patch(plot.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0, y1 - y0, fill=False,
                                         ec=edge, lw=1.2, ls="--"))  # fmt: skip
-            if j == 0:
+            if j % per == 0:
                 ax.set_ylabel(name, fontsize=8)
-    cax = fig.add_subplot(grid[1:, n])
+    cax = fig.add_subplot(grid[1:3, per] if blocks > 1 else grid[1:, n])
     fig.colorbar(im, cax=cax, label="weight / image's maximum")
     return fig
 
@@ -415,7 +424,7 @@ def _deletion(model, x, order, steps, grid, patch):
     return np.array(out)
 
 
-@figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True)
+@figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True, phone_size=6.4)
 def map_checks(rec):
     """Left: how much the maps change when the model's weights are randomised from the top
     block down (rank correlation with the trained model's maps). Right: the predicted class's
@@ -463,7 +472,7 @@ def map_checks(rec):
 @map_checks.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2)
+    fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     depth = d["depth"]
     x = np.arange(1, depth + 2)
     a1.plot(x, d["corr"]["roll"], "o-", color=c["green"], label="rollout")

@@ -209,8 +209,22 @@ def png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-def picture(stem: str, theme: str, alt_text: str, width: int, height: int) -> str:
-    """One theme's figure: WebP at two widths for browsers that take it, the PNG otherwise.
+#: Screens this narrow get a figure's phone variant (``<id>.phone.png``, drawn 3.8 in wide with
+#: larger text); wider screens, and print, the desktop one. Material's own phone breakpoint.
+PHONE_MEDIA = "screen and (max-width: 44.9375em)"
+
+
+def picture(
+    stem: str,
+    theme: str,
+    alt_text: str,
+    width: int,
+    height: int,
+    phone: tuple[str, int, int] | None = None,
+) -> str:
+    """One theme's figure: WebP at two widths for browsers that take it, the PNG otherwise;
+    with ``phone = (stem, width, height)``, the phone variant first for narrow screens
+    (:data:`PHONE_MEDIA`), as WebP and PNG.
 
     The dark variant names its files in ``data-vb-*`` attributes only, so that a reader in the
     light theme never downloads it; ``docs/javascripts/reader.js`` fills them in when the
@@ -218,8 +232,18 @@ def picture(stem: str, theme: str, alt_text: str, width: int, height: int) -> st
     widths = [w for w in WEBP_WIDTHS if w < width]
     srcset = ", ".join([f"{stem}.{w}w.webp {w}w" for w in widths] + [f"{stem}.webp {width}w"])
     lazy = "data-vb-" if theme == "dark" else ""
+    sources = ""
+    if phone is not None:
+        pstem, pw, ph = phone
+        pwidths = [w for w in WEBP_WIDTHS if w < pw]
+        pset = ", ".join([f"{pstem}.{w}w.webp {w}w" for w in pwidths] + [f"{pstem}.webp {pw}w"])
+        for kind, files in (("webp", pset), ("png", f"{pstem}.png {pw}w")):
+            sources += (
+                f'<source media="{PHONE_MEDIA}" type="image/{kind}" {lazy}srcset="{files}"'
+                f' sizes="{SIZES}" width="{pw}" height="{ph}">'
+            )
     return (
-        f'<picture class="vb-{theme}">'
+        f'<picture class="vb-{theme}">{sources}'
         f'<source type="image/webp" {lazy}srcset="{srcset}" sizes="{SIZES}">'
         f'<img class="vb-{theme} vb-skip" {lazy}src="{stem}.png" alt="{alt_text}"'
         f' width="{width}" height="{height}" loading="lazy" decoding="async"></picture>'
@@ -297,10 +321,23 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         body = re.sub(r"^<p>|</p>$", "", markdown.markdown(caption).strip())
         cap = f"vb-cap-{anchor(key, kind)}"
         width, height = png_size(Path(env.project_dir) / "figures" / f"{key}.png")
+        phone_png = Path(env.project_dir) / "figures" / f"{key}.phone.png"
+        if not phone_png.exists():
+            raise BookError(
+                f"figures/{key}.phone.png does not exist: run `python -m vitbook figures`"
+            )
+        pw, ph = png_size(phone_png)
         pictures = "\n".join(
             f'<a class="glightbox vb-{theme}" href="{stem}{suffix}.png" data-type="image"'
             f' data-gallery="vb-{theme}" data-description=".{cap}">'
-            + picture(f"{stem}{suffix}", theme, alt_text, width, height)
+            + picture(
+                f"{stem}{suffix}",
+                theme,
+                alt_text,
+                width,
+                height,
+                phone=(f"{stem}.phone{suffix}", pw, ph),
+            )
             + "</a>"
             for theme, suffix in (("light", ""), ("dark", ".dark"))
         )

@@ -1,0 +1,56 @@
+"""Every figure has a phone variant (3.8 in wide, no text under 8 pt), and the pages serve it
+to narrow screens: a ``<source media=...>`` before the desktop one, in both themes (the dark
+one's files named in ``data-vb-*`` attributes, filled in by reader.js on a theme switch)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from vitbook.engine import registry
+from vitbook.engine.build import PHONE_MIN_FONT_PT, file_names
+from vitbook.site import macros
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = json.loads((ROOT / "figures/manifest.json").read_text())
+FIGURES = [k for k, item in registry.discover().items() if item.is_figure]
+
+
+def test_the_phone_variant_is_narrow_with_readable_text() -> None:
+    assert registry.PHONE_WIDTH == 3.8 and PHONE_MIN_FONT_PT >= 8
+    assert registry.phone_size_for((7.2, 3.0)) == (3.8, 4.2)
+    assert registry.phone_size_for((7.2, 3.0), 5) == (3.8, 5.0)
+
+
+@pytest.mark.parametrize("key", FIGURES)
+def test_every_figure_has_phone_files_with_text_of_at_least_8pt(key: str) -> None:
+    item = registry.discover([int(key[2:4])])[key]
+    names = file_names(item)
+    stem = f"{key}.phone"
+    assert {f"{stem}.png", f"{stem}.dark.png"} <= set(names)
+    assert not any(".phone" in n and n.endswith(".svg") for n in names)
+    entry = MANIFEST[key]
+    for name in (f"{stem}.png", f"{stem}.dark.png"):
+        assert name in entry["files"], f"{name} not built: run `python -m vitbook figures`"
+        text = entry["text"][name]
+        assert text["width_in"] == 3.8, (name, text)
+        assert text["min_font_pt"] >= 8, (name, text)
+
+
+def test_the_picture_serves_the_phone_file_to_narrow_screens_only() -> None:
+    light = macros.picture("f/x", "light", "alt", 1080, 480, phone=("f/x.phone", 570, 600))
+    dark = macros.picture("f/x.dark", "dark", "alt", 1080, 480, phone=("f/x.phone.dark", 570, 600))
+    media = 'media="screen and (max-width: 44.9375em)"'
+    assert f'<source {media} type="image/webp" srcset="f/x.phone.webp 570w"' in light
+    assert f'<source {media} type="image/png" srcset="f/x.phone.png 570w"' in light
+    assert 'width="570" height="600"' in light
+    assert f'<source {media} type="image/webp" data-vb-srcset="f/x.phone.dark.webp 570w"' in dark
+    assert " srcset=" not in dark  # nothing of the hidden theme loads until it is shown
+    # the phone sources come first (the first match wins); print matches no screen query,
+    # so it gets the desktop figure
+    sources = re.findall(r"<source[^>]*>", light)
+    assert [("media=" in s) for s in sources] == [True, True, False]
+    assert 'src="f/x.png"' in light
