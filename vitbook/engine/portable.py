@@ -51,7 +51,10 @@ def call(fn: Callable[..., Any], arguments: dict[str, Any], extra_env: dict | No
     with tempfile.TemporaryDirectory(prefix="vitbook-portable-") as tmp:
         job, out = Path(tmp) / "job.pkl", Path(tmp) / "out.pkl"
         job.write_bytes(pickle.dumps((fn.__module__, fn.__qualname__, arguments)))
-        subprocess.run([sys.executable, "-m", __name__, str(job), str(out)], env=env, check=True)
+        start = f"import sys; from pathlib import Path; from {__name__} import _child; " + (
+            "_child(Path(sys.argv[1]), Path(sys.argv[2]))"
+        )
+        subprocess.run([sys.executable, "-c", start, str(job), str(out)], env=env, check=True)
         return pickle.loads(out.read_bytes())
 
 
@@ -81,7 +84,3 @@ def _child(job: Path, out: Path) -> None:
     with runtime.book_conditions():
         value = fn(**arguments)
     out.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-if __name__ == "__main__":
-    _child(Path(sys.argv[1]), Path(sys.argv[2]))
