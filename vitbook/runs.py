@@ -31,7 +31,8 @@ SEEDS3 = (0, 1, 2)  # runs over 20 s each
 SEEDS5 = (0, 1, 2, 3, 4)  # runs under 20 s each
 
 longrange_run = cached(longrange.longrange_run)
-digits_run = cached(digits.digits_run)
+# Chapter 9's verdict on the two initialisations rests on seeds whose ranges nearly touch
+digits_run = cached(digits.digits_run, portable=True)
 participant_leak = cached(leak.participant_leak)
 # everything in Chapters 4, 9 and 10 stands on this run: it computes alike on every machine
 pretrained_shapes_vit = cached(shapes.pretrain, portable=True)

@@ -17,8 +17,10 @@ matrix products go through MKL):
   differently.
 
 This costs time (the plain kernels and the SSE2 branch are several times slower; the build
-report gives the seconds), so only the run that everything else is built on uses it
-(``vitbook.runs.pretrained_shapes_vit``). ``tests/test_portable.py`` hides the CPU's AVX,
+report gives the seconds), so only two kinds of run use it: the pre-training that Chapters 4,
+9 and 10 are built on (``vitbook.runs.pretrained_shapes_vit``), and the short digits runs whose
+seeds' ranges nearly touch, so that a verdict drawn from them would flip with the CPU
+(``vitbook.runs.digits_run``). ``tests/test_portable.py`` hides the CPU's AVX,
 AVX2, FMA and AVX-512 from glibc, oneDNN and MKL and checks that the bits do not move.
 """
 
