@@ -57,8 +57,18 @@ def test_lr_sweep_facts_are_consistent():
         assert fact(f"lr_{m}_best") == fact(f"lr{int(np.argmax(means))}")
         for i in range(4):
             assert fact(f"lr_{m}_{i}_lo") <= fact(f"lr_{m}_{i}") <= fact(f"lr_{m}_{i}_hi")
-    for k in ("warmup", "cosine", "clip", "all"):
-        assert fact(f"recipe_{k}_vs_plain") == verdict_of(f"recipe_{k}", "recipe_plain")
+    recipes = ("plain", "warmup", "cosine", "clip", "all")
+    assert fact("recipe_max") == max(fact(f"recipe_{k}_hi") for k in recipes)
+    best = f"lr_vit_full_{[fact(f'lr{i}') for i in range(4)].index(fact('lr_vit_full_best'))}"
+    pooled_lo = min(fact(f"recipe_{k}_lo") for k in recipes)
+    expected = (
+        "lower"
+        if fact("recipe_max") < fact(f"{best}_lo")
+        else "higher"
+        if pooled_lo > fact(f"{best}_hi")
+        else "indistinguishable"
+    )
+    assert fact("recipe_vs_best") == expected
 
 
 def test_transfer_verdicts_match_the_seeds():

@@ -47,7 +47,7 @@ def fig(rec):
         time.sleep(float(os.environ["SLOW"]))
     if os.environ.get("EDIT"):  # a contributor saves a file while the build runs
         with open(os.environ["EDIT"], "a") as f:
-            f.write("# saved during the build\\n")
+            f.write("EDITED = True\\n")  # code, not a comment: comments key nothing
     rec.fact("answer", {expr})
     return [1, 3, 2, {expr}]
 

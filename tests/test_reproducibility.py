@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vitbook.engine import verify
@@ -370,3 +371,44 @@ def test_rules_for_a_rounding_error_a_deterministic_item_shows() -> None:
     assert verify.compare_entry("k", old, still).status == "differs"
     far = entry({"err": fact(3e-05, "3.0e-05", tol=1e-5), "n": fact(196)}, {"a.svg": "h2"})
     assert verify.compare_entry("k", old, far).status == "differs"
+
+
+def test_a_trained_fact_may_move_within_either_builds_seed_spread() -> None:
+    """Each build's tolerance is the spread of its own seeds; a rebuild whose seeds happen to
+    agree closely (spread at the one-point floor) must not turn the committed spread into 0.01."""
+    old = entry({"hi": fact(0.318, "31.8%", tol=0.106)}, {}, trained=True)
+    new = entry({"hi": fact(0.255, "25.5%", tol=0.01)}, {}, trained=True)
+    assert verify.compare_entry("k", old, new).status == "within rules"
+    assert verify.compare_entry("k", new, old).status == "within rules"
+    beyond = entry({"hi": fact(0.2, "20.0%", tol=0.01)}, {}, trained=True)
+    assert verify.compare_entry("k", old, beyond).status == "differs"
+    # "at most tol": a move of exactly one point on a one-point tolerance passes
+    one = entry({"a": fact(0.26, "26.0%", tol=0.01)}, {}, trained=True)
+    down = entry({"a": fact(0.25, "25.0%", tol=0.01)}, {}, trained=True)
+    assert verify.compare_entry("k", one, down).status == "within rules"
+
+
+def test_explorer_data_is_compared_as_numbers_in_a_deterministic_item() -> None:
+    from vitbook.engine.explorer import ExplorerData, encode
+
+    def blob(tokens, weights, lim):
+        arrays = {"tokens": np.asarray(tokens, np.float32), "w": np.asarray(weights, np.uint8)}
+        return encode(ExplorerData({"lim": lim}, arrays))
+
+    base = blob([1.0, -2.0, 35.36178], [10, 200], 35.36178)
+    last_bits = blob([1.0000001, -2.0, 35.36176], [11, 200], 35.36176)  # one quantisation step
+    flipped = blob([-1.0, -2.0, 35.36178], [10, 200], 35.36178)  # a component's sign
+    two_steps = blob([1.0, -2.0, 35.36178], [12, 200], 35.36178)
+    files = {"base": base, "last": last_bits, "flip": flipped, "two": two_steps}
+    old = entry({}, {"c/x.explorer.bin": "h-base"})
+
+    def check(name: str) -> str:
+        new = entry({}, {"c/x.explorer.bin": f"h-{name}"})
+        return verify.compare_entry("k", old, new, read=lambda f: (base, files[name])).status
+
+    assert check("last") == "within rules"
+    assert check("flip") == "differs"
+    assert check("two") == "differs"
+    # without the files, a changed hash is a difference as for any file
+    new = entry({}, {"c/x.explorer.bin": "h-last"})
+    assert verify.compare_entry("k", old, new).status == "differs"

@@ -229,11 +229,12 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
                 "not enforced)"
             )
         fresh = read_manifest(fresh_dir)
-    wanted = set(keys)
-    verdicts = rules.compare(
-        {k: e for k, e in committed.items() if k in wanted},
-        {k: e for k, e in fresh.items() if k in wanted},
-    )
-    print(f"\nverify: {fresh_dir}/ against {against}/ (rules: vitbook/engine/verify.py)")
-    print(rules.report(verdicts))
-    return 1 if status or any(v.status == "differs" for v in verdicts) else 0
+        wanted = set(keys)
+        verdicts = rules.compare(
+            {k: e for k, e in committed.items() if k in wanted},
+            {k: e for k, e in fresh.items() if k in wanted},
+            read=lambda name: ((against / name).read_bytes(), (fresh_dir / name).read_bytes()),
+        )
+        print(f"\nverify: {fresh_dir}/ against {against}/ (rules: vitbook/engine/verify.py)")
+        print(rules.report(verdicts))
+        return 1 if status or any(v.status == "differs" for v in verdicts) else 0

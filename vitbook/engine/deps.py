@@ -180,7 +180,6 @@ def _is_drawing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
-@cache
 def compute_source(name: str) -> bytes:
     """The part of module ``name``'s source that can change what its computations return.
 
@@ -191,7 +190,13 @@ def compute_source(name: str) -> bytes:
     other module imports; and without the sizes given to ``@figure``. Any other edit to the
     code changes it."""
     path = _module_file(name)
-    text = path.read_text(encoding="utf-8")
+    # read on every call (parsing is cached by content): the build checks keys again after
+    # computing, and a file saved meanwhile must show
+    return _compute_source(name, path.read_text(encoding="utf-8"))
+
+
+@cache
+def _compute_source(name: str, text: str) -> bytes:
     tree = ast.parse(text)
     if _module_flag(tree, "DRAWING_ONLY"):
         return b""

@@ -3,12 +3,15 @@
 A cold build on another machine (another CPU, other SIMD paths in torch, numpy and BLAS) is
 compared with the committed ``figures/`` item by item:
 
-* **deterministic items** (the default): every file byte for byte; every fact's printed text
-  exactly, and its stored value within a relative :data:`VALUE_RTOL` (the last bits of a float
-  may move; the text the book prints may not);
+* **deterministic items** (the default): every file byte for byte, except explorer data
+  (``.explorer.bin``), whose arrays are compared as numbers: floats within a relative
+  :data:`VALUE_RTOL`, quantised integers within one step (a float that moved across a rounding
+  boundary); every fact's printed text exactly, and its stored value within a relative
+  :data:`VALUE_RTOL` (the last bits of a float may move; the text the book prints may not);
 * **trained items** (``trained=True``): a fact recorded with ``tol=`` may move by at most
-  ``tol``; every other fact (counts, verdicts) must print the same text; the files are drawn
-  from the training results and are not compared byte for byte;
+  ``tol`` (the larger of the two builds' tolerances: each is the spread of its own seeds, and a
+  move inside either is seed noise); every other fact (counts, verdicts) must print the same
+  text; the files are drawn from the training results and are not compared byte for byte;
 * a deterministic item may also record a fact with ``tol=``: a rounding error that the book
   shows as such (float32 sums in another order). It may move by at most ``tol``; when it did
   move, the item's files (which show it) are not compared byte for byte either;
@@ -22,8 +25,13 @@ compared with the committed ``figures/`` item by item:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from .explorer import decode
 
 #: The largest relative change of a stored fact value whose printed text is unchanged. Float32
 #: arithmetic on another SIMD path moves values by about 1e-7 relative per operation; through
@@ -47,10 +55,11 @@ def _number(value: Any) -> bool:
 def compare_fact(name: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """None if fact ``name`` reproduces under the rules, else what is wrong. (A value that moved
     within the rules also returns None.)"""
-    tol = new.get("tol", old.get("tol"))
+    tols = [t for t in (old.get("tol"), new.get("tol")) if t is not None]
+    tol = max(tols) if tols else None
     if tol is not None and _number(old["value"]) and _number(new["value"]):
         move = abs(new["value"] - old["value"])
-        if move > tol:
+        if move > tol * (1 + 1e-9):  # "at most": a move of exactly tol (one point) passes
             return f"{name}: {old['text']!r} -> {new['text']!r}, moved {move:.3g} > tol {tol:g}"
         return None
     if old["text"] != new["text"]:
@@ -64,8 +73,48 @@ def compare_fact(name: str, old: dict[str, Any], new: dict[str, Any]) -> str | N
     return None
 
 
-def compare_entry(key: str, old: dict[str, Any], new: dict[str, Any]) -> Verdict:
-    """Apply the rules to one item's manifest entries (committed ``old``, fresh ``new``)."""
+def _meta_close(a: Any, b: Any) -> bool:
+    """Equal, except that numbers may differ by a relative :data:`VALUE_RTOL`."""
+    if _number(a) and _number(b):
+        return math.isclose(a, b, rel_tol=VALUE_RTOL, abs_tol=0.0) or a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sorted(a) == sorted(b) and all(_meta_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_meta_close(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def explorer_data_close(old: bytes, new: bytes) -> bool:
+    """Whether two explorer data files hold the same meta and the same arrays up to the last
+    bits: numbers in the meta and floats within a relative :data:`VALUE_RTOL` (of the array's
+    largest value), integers (quantised weights) within one step."""
+    a, b = decode(old), decode(new)
+    if not _meta_close(a.meta, b.meta) or sorted(a.arrays) != sorted(b.arrays):
+        return False
+    for name, x in a.arrays.items():
+        y = b.arrays[name]
+        if x.dtype != y.dtype or x.shape != y.shape:
+            return False
+        if x.size == 0:
+            continue
+        if np.issubdtype(x.dtype, np.floating):
+            scale = float(np.abs(x).max()) or 1.0
+            if not np.allclose(x, y, rtol=VALUE_RTOL, atol=VALUE_RTOL * scale):
+                return False
+        elif np.abs(x.astype(np.int64) - y.astype(np.int64)).max() > 1:
+            return False
+    return True
+
+
+def compare_entry(
+    key: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    read: Callable[[str], tuple[bytes, bytes]] | None = None,
+) -> Verdict:
+    """Apply the rules to one item's manifest entries (committed ``old``, fresh ``new``).
+    ``read(file)`` returns a file's committed and fresh bytes; without it, explorer data is
+    compared by hash like every other file."""
     deterministic = new.get("deterministic", True)
     trained = new.get("trained", False)
     problems: list[str] = []
@@ -97,6 +146,12 @@ def compare_entry(key: str, old: dict[str, Any], new: dict[str, Any]) -> Verdict
         problems.append(f"files {sorted(old_files)} -> {sorted(new_files)}")
     else:
         changed = [f for f in sorted(new_files) if new_files[f] != old_files[f]]
+        if deterministic and not trained and read is not None:
+            bins = [f for f in changed if f.endswith(".explorer.bin")]
+            close = [f for f in bins if explorer_data_close(*read(f))]
+            if close:
+                notes.append("explorer data within the last bits: " + ", ".join(close))
+                changed = [f for f in changed if f not in close]
         if changed and deterministic and not trained and not moved_within_tol:
             problems.append("bytes differ: " + ", ".join(changed))
         elif changed:
@@ -114,9 +169,12 @@ def compare_entry(key: str, old: dict[str, Any], new: dict[str, Any]) -> Verdict
 
 
 def compare(
-    committed: dict[str, dict[str, Any]], fresh: dict[str, dict[str, Any]]
+    committed: dict[str, dict[str, Any]],
+    fresh: dict[str, dict[str, Any]],
+    read: Callable[[str], tuple[bytes, bytes]] | None = None,
 ) -> list[Verdict]:
-    """Compare two manifests (``figures/manifest.json``) item by item."""
+    """Compare two manifests (``figures/manifest.json``) item by item (``read``: see
+    :func:`compare_entry`)."""
     out = []
     for key in sorted(set(committed) | set(fresh)):
         if key not in fresh:
@@ -124,7 +182,7 @@ def compare(
         elif key not in committed:
             out.append(Verdict(key, "differs", ["not in the committed figures"]))
         else:
-            out.append(compare_entry(key, committed[key], fresh[key]))
+            out.append(compare_entry(key, committed[key], fresh[key], read))
     return out
 
 

@@ -300,10 +300,11 @@ def face_tokens(n_pc: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
         tokens (196, 24) and the principal components (196, n_pc).
     """
     x = patchify(face_tensor(GRID * PATCH), PATCH)[0].double()  # (196, 768)
-    comps, mean, _ = pca(x, n_pc, sign=None)
+    # each component's sign fixed by its loadings (their sum positive). The coordinates of
+    # centred data sum to zero, so their sum's sign would be rounding noise and differ by CPU.
+    comps, mean, _ = pca(x, n_pc, sign="sum")
     x = x - mean
     pcs = x @ comps.T  # (196, n_pc): coordinates on the top components
-    pcs = pcs * torch.sign(pcs.sum(dim=0))  # fix each component's sign (SVD's is arbitrary)
     pcs = pcs / pcs[:, 0].std()
     rows, cols = torch.meshgrid(torch.arange(GRID), torch.arange(GRID), indexing="ij")
     r, c = rows.flatten().double(), cols.flatten().double()

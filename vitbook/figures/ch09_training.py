@@ -269,8 +269,13 @@ def lr_sweep(rec):
     racc = {k: [x["final"] for x in v] for k, v in recipes.items()}
     for k in RECIPES:
         stats.record(rec, f"recipe_{k}", racc[k])
-        if k != "plain":
-            rec.fact(f"recipe_{k}_vs_plain", stats.verdict(racc[k], racc["plain"]))
+    # No verdict recipe against recipe: at this rate a run either collapses to chance or partly
+    # recovers, and which seeds recover changed with the CPU's vector paths (a rebuild flipped
+    # one). What every build showed: all of them end below every run at the best rate.
+    pooled = [a for k in RECIPES for a in racc[k]]
+    best = final["vit_full"][LRS[int(np.argmax([np.mean(final["vit_full"][lr]) for lr in LRS]))]]
+    rec.fact("recipe_vs_best", stats.verdict(pooled, best))
+    rec.fact("recipe_max", max(pooled), "{:.1%}", tol=stats.tolerance(pooled))
     rec.fact("recipe_lr", f"{RECIPE_LR:g}")
     rec.fact("sweep_epochs", shapes.SWEEP_EPOCHS)
     rec.fact("sweep_n", shapes.SWEEP_N)
