@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vitbook.engine import verify
 from vitbook.engine.explorer import decode
 from vitbook.explore import COLORMAPS, colormap_table
 from vitbook.plot import THEMES
@@ -52,16 +53,23 @@ def test_your_image_weights_are_the_face_models() -> None:
     assert data.meta["eps"] == model.norm.eps and data.meta["dim"] == model.cfg.dim
 
 
+def explorer_data_close_arrays(sent: np.ndarray, model: np.ndarray) -> bool:
+    scale = float(np.abs(model).max()) or 1.0
+    rtol = verify.VALUE_RTOL
+    return bool(np.allclose(sent, model, rtol=rtol, atol=rtol * scale))
+
+
 def test_forward_pass_tokens_are_the_models() -> None:
     from vitbook.figures.ch00_explore import STAGES, forward_stages
 
     data = decode(_load("ch00/forward-pass"))
     d = forward_stages()
     keys = [key for kind, key, _ in STAGES if kind == "tokens"]
-    # float32 on another CPU's SIMD path may move the last bits (see vitbook/engine/verify.py)
+    # float32 on another CPU's SIMD path may move the last bits: the rule of verify.py for
+    # explorer data (relative 1e-4 of the array's largest value)
     for i, key in enumerate(keys):
-        np.testing.assert_allclose(data.arrays["tokens"][i], d["tokens"][key], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(data.arrays["attn"], d["attn"], rtol=1e-5, atol=1e-6)
+        assert explorer_data_close_arrays(data.arrays["tokens"][i], d["tokens"][key])
+    assert explorer_data_close_arrays(data.arrays["attn"], d["attn"])
     assert len(data.meta["stages"]) == len(STAGES)
 
 

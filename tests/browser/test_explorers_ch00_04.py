@@ -23,6 +23,7 @@ from explorer_helpers import (
     wait_mounted,
 )
 
+from vitbook.engine import verify
 from vitbook.plot import THEMES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -154,6 +155,15 @@ def test_layout_holds_still_while_the_selection_moves(browser, base_url):
 # --- the numbers shown are the Python values ---------------------------------------------------
 
 
+def close(shown, want, whole) -> None:
+    """The page shows the committed build's numbers; this process computed ``want`` on its own
+    CPU, whose SIMD path may move float32 last bits: verify.py's rule for explorer data
+    (relative 1e-4 of the largest value of the array it came from)."""
+    rtol = verify.VALUE_RTOL
+    scale = float(np.abs(np.asarray(whole)).max()) or 1.0
+    np.testing.assert_allclose(shown, want, rtol=rtol, atol=rtol * scale)
+
+
 def test_forward_pass_shows_the_models_numbers(browser, base_url):
     from vitbook.figures.ch00_explore import STAGES, forward_stages
     from vitbook.figures.ch00_see_it import CHOSEN
@@ -167,18 +177,16 @@ def test_forward_pass_shows_the_models_numbers(browser, base_url):
             page.locator(f"{visit.root} button", has_text="next").click()
             shown = shown_values(visit)
             if kind == "tokens":
-                np.testing.assert_allclose(shown, d["tokens"][key][CHOSEN + 1], rtol=1e-6)
+                close(shown, d["tokens"][key][CHOSEN + 1], d["tokens"][key])
             elif kind == "logits":
-                np.testing.assert_allclose(shown, d["logits"], rtol=1e-6)
+                close(shown, d["logits"], d["logits"])
         # the keyboard moves the selection by one patch: the row of the next patch is shown
         page.locator(f"{visit.root} canvas").focus()
         page.keyboard.press("ArrowRight")
         for _ in range(len(STAGES) - 2):
             page.locator(f"{visit.root} button", has_text="previous").click()
         assert f"patch {CHOSEN + 1}" in live_text(visit)
-        np.testing.assert_allclose(
-            shown_values(visit), d["tokens"]["with_cls"][CHOSEN + 2], rtol=1e-6
-        )
+        close(shown_values(visit), d["tokens"]["with_cls"][CHOSEN + 2], d["tokens"]["with_cls"])
     finally:
         visit.close()
 
