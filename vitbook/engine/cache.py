@@ -128,8 +128,8 @@ def cached(fn: Callable[..., T], *, portable: bool = False) -> Callable[..., T]:
     """Cache an expensive function (a training run) on disk, keyed like a figure.
 
     With ``portable=True`` the run is computed in a child process on code paths that give the
-    same bits on every x86-64 CPU (:mod:`vitbook.engine.portable`); ``fn`` must then be a
-    module-level function, and its key also covers those paths.
+    same bits whatever the CPU's vector width (:mod:`vitbook.engine.portable`); ``fn`` must
+    then be a module-level function, and its key also covers those paths.
 
     The key covers the code the run executes (the function's module and everything it
     imports, not the chapter that calls it), the environment (library versions, Python,

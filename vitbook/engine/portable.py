@@ -1,4 +1,4 @@
-"""Runs that give the same bits on every x86-64 machine, whatever SIMD its CPU has.
+"""Runs that give the same bits whatever vector instructions (AVX2, AVX-512) the CPU has.
 
 A training run is chaotic: a last-bit difference in one matrix product grows over thousands of
 steps until the final accuracy differs by points. Left to themselves, PyTorch, MKL and oneDNN
@@ -7,12 +7,12 @@ those sum in different orders. The book's pre-training run, computed so, reached
 several points apart on two kinds of machine, and every result built on it moved with it.
 
 :func:`call` runs a function in a child process whose libraries are held to code paths that
-every x86-64 CPU executes alike (:data:`ENV`, and oneDNN switched off so that convolutions and
-matrix products go through MKL):
+do not depend on the CPU's vector width (:data:`ENV`, and oneDNN switched off so that
+convolutions and matrix products go through MKL):
 
 * ``ATEN_CPU_CAPABILITY=default``: PyTorch's plain kernels instead of its AVX2/AVX-512 ones;
-* ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its SSE2 branch,
-  which Intel documents as giving the same results on Intel and compatible (AMD) processors;
+* ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its plain SSE2
+  branch (Intel documents it for Intel processors; AMD ones are expected to agree, untested);
 * one thread (:data:`vitbook.engine.runtime.THREADS`), so reductions are never split
   differently.
 
