@@ -53,12 +53,6 @@ def test_your_image_weights_are_the_face_models() -> None:
     assert data.meta["eps"] == model.norm.eps and data.meta["dim"] == model.cfg.dim
 
 
-def explorer_data_close_arrays(sent: np.ndarray, model: np.ndarray) -> bool:
-    scale = float(np.abs(model).max()) or 1.0
-    rtol = verify.VALUE_RTOL
-    return bool(np.allclose(sent, model, rtol=rtol, atol=rtol * scale))
-
-
 def test_forward_pass_tokens_are_the_models() -> None:
     from vitbook.figures.ch00_explore import STAGES, forward_stages
 
@@ -68,8 +62,8 @@ def test_forward_pass_tokens_are_the_models() -> None:
     # float32 on another CPU's SIMD path may move the last bits: the rule of verify.py for
     # explorer data (relative 1e-4 of the array's largest value)
     for i, key in enumerate(keys):
-        assert explorer_data_close_arrays(data.arrays["tokens"][i], d["tokens"][key])
-    assert explorer_data_close_arrays(data.arrays["attn"], d["attn"])
+        assert verify.arrays_close(data.arrays["tokens"][i], d["tokens"][key])
+    assert verify.arrays_close(data.arrays["attn"], d["attn"])
     assert len(data.meta["stages"]) == len(STAGES)
 
 

@@ -157,10 +157,9 @@ def test_layout_holds_still_while_the_selection_moves(browser, base_url):
 
 def close(shown, want, whole) -> None:
     """The page shows the committed build's numbers; this process computed ``want`` on its own
-    CPU, whose SIMD path may move float32 last bits: verify.py's rule for explorer data
-    (relative 1e-4 of the largest value of the array it came from)."""
-    rtol = verify.VALUE_RTOL
+    CPU: verify.py's rule for explorer data, scaled by the array ``whole`` they come from."""
     scale = float(np.abs(np.asarray(whole)).max()) or 1.0
+    rtol = verify.VALUE_RTOL
     np.testing.assert_allclose(shown, want, rtol=rtol, atol=rtol * scale)
 
 
