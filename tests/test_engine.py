@@ -640,3 +640,69 @@ def test_a_source_saved_during_the_build_fails_its_items_and_stores_nothing(book
     again = statuses(run(book, "figures").stdout)  # nothing edits the sources now
     assert again["ch90/alpha"] == "computed" and again["ch92/gamma"] == "cached"
     assert "up to date" in run(book, "figures", "--check").stdout
+
+
+DEFER_CHAPTER = """
+from vitbook.engine import facts
+from vitbook.runs_for_test import train
+
+@facts(chapter=94, id="a1")
+def a1(rec):
+    rec.fact("a1", train())
+
+@facts(chapter=94, id="a2")
+def a2(rec):
+    rec.fact("a2", train() + 1)
+
+@facts(chapter=94, id="b")
+def b(rec):
+    rec.fact("b", 3)
+"""
+
+HOLD_THE_RUN = """
+import fcntl, json, threading
+from vitbook.engine import build, cache
+from vitbook.runs_for_test import train
+
+key = cache.run_key(train.__wrapped__, dict(epochs=500, seed=0))
+held = open(cache.cache_dir() / "runs" / f"train-{key}.lock", "a+b")
+fcntl.flock(held, fcntl.LOCK_EX)  # as if another process were training train()
+release = lambda: fcntl.flock(held, fcntl.LOCK_UN)
+order = []
+
+def on_done(outcome):
+    order.append(outcome.key)
+    release()  # the training "finishes" when the first item is done
+
+fallback = threading.Timer(60, release)  # without deferral both workers would wait forever
+fallback.start()
+outcomes = build.build(["ch94/a1", "ch94/a2", "ch94/b"], jobs=2, on_done=on_done)
+fallback.cancel()
+print(json.dumps({"order": order, "status": [o.status for o in outcomes]}))
+"""
+
+
+@builds
+def test_an_item_waiting_for_a_run_lets_the_others_go_first(book: Path) -> None:
+    """With two workers and two items that need a run another process is training, the third
+    item is built first: the waiting ones are put back instead of holding both workers."""
+    (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE)
+    (book / "vitbook/figures/ch94_defer.py").write_text(DEFER_CHAPTER)
+    (book / ".cache/runs").mkdir(parents=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(book),
+        VITBOOK_FIGURES=str(book / "figures"),
+        VITBOOK_CACHE=str(book / ".cache"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", HOLD_THE_RUN],
+        cwd=book, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["order"][0] == "ch94/b"
+    assert sorted(out["order"]) == ["ch94/a1", "ch94/a2", "ch94/b"]
+    assert out["status"] == ["computed"] * 3
+    facts = json.loads((book / "figures/facts.json").read_text())["ch94"]
+    assert [facts[k]["value"] for k in ("a1", "a2", "b")] == [500, 501, 3]

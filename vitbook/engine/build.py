@@ -20,8 +20,9 @@ import json
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cache as memoize
 from pathlib import Path
@@ -61,7 +62,7 @@ class Outcome:
     """What happened to one item in a build."""
 
     key: str
-    status: str  # "computed", "redrawn", "cached" or "failed"
+    status: str  # "computed", "redrawn", "cached" or "failed" ("deferred": tried again later)
     seconds: float = 0.0
     runs: dict[str, tuple[float, bool]] = field(default_factory=dict)
     entry: dict[str, Any] | None = None
@@ -386,9 +387,16 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
     return Outcome(key, status, seconds, dict(cache.RUNS), entry)
 
 
-def _safe_build_one(key: str, outdir: Path, force: bool, expected: str | None = None) -> Outcome:
+def _safe_build_one(
+    key: str, outdir: Path, force: bool, expected: str | None = None, defer: bool = False
+) -> Outcome:
+    """:func:`build_one`, with a failure reported as an outcome. With ``defer``, an item that
+    needs a run another worker is training gives up at once with the status "deferred"."""
     try:
-        return build_one(key, outdir, force, expected)
+        with cache.waiting(not defer):
+            return build_one(key, outdir, force, expected)
+    except cache.Busy:
+        return Outcome(key, "deferred")
     except Exception as exc:  # reported in the table; the build exits non-zero
         import traceback
 
@@ -468,17 +476,29 @@ def build(
     else:
         import multiprocessing
 
-        # every worker computes on runtime.THREADS threads, whatever ``jobs`` is
+        # Every worker computes on runtime.THREADS threads, whatever ``jobs`` is. An item that
+        # needs a run another worker is still training is put back once, behind the others,
+        # instead of holding a worker while it waits; the second time it waits.
         ctx = multiprocessing.get_context("spawn")
+        queue = deque((key, True) for key in todo)
+        running: set[Future[Outcome]] = set()
         with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker) as pool:
-            futures = [
-                pool.submit(_safe_build_one, key, outdir, force, expected[key]) for key in todo
-            ]
-            for fut in as_completed(futures):
-                outcomes.append(fut.result())
-                if on_done:
-                    on_done(outcomes[-1])
-                write_outputs(outdir, outcomes[-1:], registry, prune=False)
+            while queue or running:
+                while queue and len(running) < jobs:
+                    key, defer = queue.popleft()
+                    running.add(
+                        pool.submit(_safe_build_one, key, outdir, force, expected[key], defer)
+                    )
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    outcome = fut.result()
+                    if outcome.status == "deferred":
+                        queue.append((outcome.key, False))
+                        continue
+                    outcomes.append(outcome)
+                    if on_done:
+                        on_done(outcome)
+                    write_outputs(outdir, [outcome], registry, prune=False)
     write_outputs(outdir, [], registry, prune=prune)
     order = {k: i for i, k in enumerate(keys)}
     return sorted(outcomes, key=lambda o: order[o.key])

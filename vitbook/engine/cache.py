@@ -71,12 +71,37 @@ def remove_orphans(folder: Path) -> list[Path]:
     return removed
 
 
+class Busy(Exception):
+    """Another process holds the lock of an entry this process was told not to wait for
+    (see :func:`waiting`)."""
+
+
+#: Whether :func:`get_or_compute` waits for an entry another process is computing (the
+#: default) or raises :class:`Busy` so that a build worker can do something else first.
+_WAIT = True
+
+
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (created if needed)."""
+def waiting(wait: bool) -> Iterator[None]:
+    """Within the block, an entry another process is computing is waited for or not."""
+    global _WAIT
+    before, _WAIT = _WAIT, wait
+    try:
+        yield
+    finally:
+        _WAIT = before
+
+
+@contextmanager
+def file_lock(path: Path, wait: bool = True) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (created if needed); with ``wait=False``,
+    raise :class:`Busy` at once if another process holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(str(path)) from None
         try:
             yield
         finally:
@@ -106,12 +131,14 @@ def load(path: Path) -> tuple[bool, Any]:
 def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
     """The value stored at ``path``, computing and storing it if absent or damaged.
 
-    Returns ``(value, hit)`` where ``hit`` says whether it came from the cache.
+    Returns ``(value, hit)`` where ``hit`` says whether it came from the cache. If another
+    process is computing it, waits for that one, or raises :class:`Busy` inside
+    ``waiting(False)``.
     """
     ok, value = load(path)
     if ok:
         return value, True
-    with file_lock(path.with_suffix(".lock")):
+    with file_lock(path.with_suffix(".lock"), wait=_WAIT):
         ok, value = load(path)  # another process may have finished it meanwhile
         if ok:
             return value, True
