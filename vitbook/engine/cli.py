@@ -5,7 +5,7 @@ Examples::
     python -m vitbook list
     python -m vitbook figures                 # everything that is stale
     python -m vitbook figures --chapter 2     # one chapter
-    python -m vitbook figures --only ch02/patch-grid --force
+    python -m vitbook figures --only ch02/patch-grids --force
     python -m vitbook figures --check         # exit 1 if anything is stale; computes nothing
     python -m vitbook verify --jobs 2         # a cold build in a temporary folder, compared
                                               # with figures/ (see vitbook/engine/verify.py)
