@@ -586,6 +586,34 @@ def test_cached_binds_arguments_with_defaults(tmp_path: Path, monkeypatch) -> No
     assert len(list((tmp_path / "runs").glob("*.pkl"))) == 3
 
 
+def test_the_report_counts_every_call_of_a_run_and_keeps_nested_runs_apart(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``cache.RUNS`` (the build report's run lines): per run function, its own seconds (a run
+    it calls is counted under that run, not twice), its calls and how many trained."""
+    from vitbook.engine import cache
+
+    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path))
+    monkeypatch.setattr(cache, "RUNS", {})
+    clock = [0.0]
+    monkeypatch.setattr(cache.time, "perf_counter", lambda: clock[0])
+
+    def pretrain() -> int:
+        clock[0] += 5.0
+        return 1
+
+    inner = cache.cached(pretrain)
+
+    def finetune(seed: int) -> int:
+        clock[0] += 1.0
+        return inner() + seed
+
+    outer = cache.cached(finetune)
+    assert [outer(seed=s) for s in (0, 1, 2, 0)] == [1, 2, 3, 1]
+    runs = {name.rsplit(".", 1)[-1]: row for name, row in cache.RUNS.items()}
+    assert runs == {"pretrain": (5.0, 3, 1), "finetune": (3.0, 4, 3)}
+
+
 def test_the_engine_imports_nothing_of_the_book() -> None:
     """The engine runs functions and stores what they return: no page macros or hooks
     (``vitbook.site``), no Vision Transformer (``vitbook.model``, ``analysis``...)."""

@@ -64,7 +64,7 @@ class Outcome:
     key: str
     status: str  # "computed", "redrawn", "cached" or "failed" ("deferred": tried again later)
     seconds: float = 0.0
-    runs: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    runs: dict[str, tuple[float, int, int]] = field(default_factory=dict)  # see cache.RUNS
     entry: dict[str, Any] | None = None
     error: str | None = None
 

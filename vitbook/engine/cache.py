@@ -147,8 +147,11 @@ def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
         return value, False
 
 
-#: Seconds spent in each cached run during this process, for the build report.
-RUNS: dict[str, tuple[float, bool]] = {}
+#: For the build report, per cached run function called in this process: its seconds (not
+#: counting runs it called in turn), how many calls, and how many of them trained.
+RUNS: dict[str, tuple[float, int, int]] = {}
+#: The seconds spent in runs called from each run now in progress (innermost last).
+_NESTED: list[float] = []
 
 
 def cached(fn: Callable[..., T], *, portable: bool = False) -> Callable[..., T]:
@@ -174,11 +177,19 @@ def cached(fn: Callable[..., T], *, portable: bool = False) -> Callable[..., T]:
         key = run_key(fn, bound.arguments, portable)
         path = cache_dir() / RUN_DIR / f"{fn.__qualname__}-{key}.pkl"
         start = time.perf_counter()
-        if portable:
-            value, hit = get_or_compute(path, lambda: _portable.call(fn, bound.arguments))
-        else:
-            value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
-        RUNS.setdefault(fn.__qualname__, (time.perf_counter() - start, hit))
+        _NESTED.append(0.0)
+        try:
+            if portable:
+                value, hit = get_or_compute(path, lambda: _portable.call(fn, bound.arguments))
+            else:
+                value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
+        finally:
+            inner = _NESTED.pop()
+        elapsed = time.perf_counter() - start
+        if _NESTED:
+            _NESTED[-1] += elapsed
+        secs, calls, trained = RUNS.get(fn.__qualname__, (0.0, 0, 0))
+        RUNS[fn.__qualname__] = (secs + elapsed - inner, calls + 1, trained + (not hit))
         return value
 
     return wrapper

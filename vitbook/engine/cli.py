@@ -132,9 +132,11 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
     lines = [f"{'figure':<{width}}  {'status':<8}  {'seconds':>8}", "-" * (width + 20)]
     for o in outcomes:
         lines.append(f"{o.key:<{width}}  {o.status:<8}  {o.seconds:8.2f}")
-        for run, (secs, hit) in sorted(o.runs.items()):
+        for run, (secs, calls, trained) in sorted(o.runs.items()):
+            status = "trained" if trained else "cached"
             lines.append(
-                f"{'  run ' + run:<{width}}  {'cached' if hit else 'trained':<8}  {secs:8.2f}"
+                f"{'  run ' + run:<{width}}  {status:<8}  {secs:8.2f}  "
+                f"({trained} of {calls} call{'s' if calls > 1 else ''} trained)"
             )
     counts = Counter(o.status for o in outcomes)
     summary = ", ".join(
