@@ -9,7 +9,9 @@ so a change to a chapter's drawing code, or to another experiment, retrains noth
 that start from the pre-trained model are defined here (they fetch it from the cache), so
 their keys also cover this module.
 
-Call these with keyword arguments: the cache key is built from the arguments as passed.
+A run's key binds its arguments to its parameters with the defaults filled in, so
+``transfer_run(100, "cnn", 0)`` and ``transfer_run(n_train=100, arm="cnn", seed=0)`` are one
+entry.
 Chapters 9 and 10 use the shapes runs; Chapter 4 draws the learned position embeddings of
 ``pretrained_shapes_vit``; Chapter 1 uses ``longrange_run``.
 """
@@ -27,8 +29,7 @@ from vitbook.experiments.shapes import (  # noqa: F401  (re-exported for the cha
     new_head,
 )
 
-SEEDS3 = (0, 1, 2)  # runs over 20 s each
-SEEDS5 = (0, 1, 2, 3, 4)  # runs under 20 s each
+SEEDS3 = (0, 1, 2)  # every comparison drawn from training is repeated over these seeds
 
 longrange_run = cached(longrange.longrange_run)
 # Chapter 9's verdict on the two initialisations rests on seeds whose ranges nearly touch
