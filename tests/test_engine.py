@@ -702,7 +702,7 @@ def on_done(outcome):
     order.append(outcome.key)
     release()  # the training "finishes" when the first item is done
 
-fallback = threading.Timer(60, release)  # without deferral both workers would wait forever
+fallback = threading.Timer(300, release)  # without deferral both workers would wait forever
 fallback.start()
 outcomes = build.build(["ch94/a1", "ch94/a2", "ch94/b"], jobs=2, on_done=on_done)
 fallback.cancel()
@@ -725,7 +725,7 @@ def test_an_item_waiting_for_a_run_lets_the_others_go_first(book: Path) -> None:
     )
     proc = subprocess.run(
         [sys.executable, "-c", HOLD_THE_RUN],
-        cwd=book, env=env, capture_output=True, text=True, timeout=300,
+        cwd=book, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
