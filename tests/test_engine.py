@@ -93,18 +93,22 @@ def book(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(book: Path, *args: str, env: dict | None = None, check: bool = True):
-    full_env = dict(
+def book_env(book: Path, env: dict | None = None) -> dict:
+    """The environment in which a process imports the scratch ``book`` and builds into it."""
+    return dict(
         os.environ,
         PYTHONPATH=str(book),
         VITBOOK_FIGURES=str(book / "figures"),
         VITBOOK_CACHE=str(book / ".cache"),
         **(env or {}),
     )
+
+
+def run(book: Path, *args: str, env: dict | None = None, check: bool = True):
     proc = subprocess.run(
         [sys.executable, "-m", "vitbook", *args],
         cwd=book,
-        env=full_env,
+        env=book_env(book, env),
         capture_output=True,
         text=True,
         timeout=300,
@@ -241,13 +245,7 @@ def test_killed_build_leaves_no_partial_file_and_the_next_build_finishes_the_job
     clean = snapshot(book / "figures")
     shutil.rmtree(book / "figures")
     shutil.rmtree(book / ".cache")
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(book),
-        VITBOOK_FIGURES=str(book / "figures"),
-        VITBOOK_CACHE=str(book / ".cache"),
-        SLOW="1.5",
-    )
+    env = book_env(book, {"SLOW": "1.5"})
     proc = subprocess.Popen(
         [sys.executable, "-m", "vitbook", "figures"],
         cwd=book,
@@ -401,12 +399,7 @@ def check_with(book: Path, patch: str) -> subprocess.CompletedProcess:
     """``python -m vitbook figures --check`` in a process where ``patch`` ran first (a
     monkeypatch: another Pillow, another thread count...)."""
     code = f"import sys\n{patch}\nfrom vitbook.engine.cli import main\nsys.exit(main(sys.argv[1:]))"
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(book),
-        VITBOOK_FIGURES=str(book / "figures"),
-        VITBOOK_CACHE=str(book / ".cache"),
-    )
+    env = book_env(book)
     return subprocess.run(
         [sys.executable, "-c", code, "figures", "--check"],
         cwd=book,
@@ -717,15 +710,9 @@ def test_an_item_waiting_for_a_run_lets_the_others_go_first(book: Path) -> None:
     (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE)
     (book / "vitbook/figures/ch94_defer.py").write_text(DEFER_CHAPTER)
     (book / ".cache/runs").mkdir(parents=True)
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(book),
-        VITBOOK_FIGURES=str(book / "figures"),
-        VITBOOK_CACHE=str(book / ".cache"),
-    )
     proc = subprocess.run(
         [sys.executable, "-c", HOLD_THE_RUN],
-        cwd=book, env=env, capture_output=True, text=True, timeout=900,
+        cwd=book, env=book_env(book), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
