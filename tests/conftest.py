@@ -7,7 +7,10 @@ thread at a time, so every test that needs a browser takes this one instead of s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import scratch
 
 from vitbook.site import local
 
@@ -26,3 +29,9 @@ def browser():
             yield b
     except FileNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    """A scratch project for the engine's tests (tests/scratch.py)."""
+    return scratch.make_book(tmp_path)

@@ -17,115 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-#: Tests that run a build in a subprocess (seconds each) belong to the full tier (CI's),
-#: not to the quick one (`-m "not slow"`).
-builds = pytest.mark.slow
+from scratch import MODULE, ONLY_B, SHARED, book_env, builds, check_with, run, stale_names, statuses
 
 ROOT = Path(__file__).resolve().parents[1]
-
-SHARED = """
-def value():
-    return 41
-"""
-
-ONLY_B = """
-def offset():
-    return 1
-"""
-
-MODULE = """
-import os, time
-from vitbook import plot
-from vitbook.engine import figure, facts
-
-{imports}
-
-@figure(chapter={ch}, id="{id}", size=(3.0, 2.0))
-def fig(rec):
-    if os.environ.get("SLOW"):
-        time.sleep(float(os.environ["SLOW"]))
-    if os.environ.get("EDIT"):  # a contributor saves a file while the build runs
-        with open(os.environ["EDIT"], "a") as f:
-            f.write("EDITED = True\\n")  # code, not a comment: comments key nothing
-    rec.fact("answer", {expr})
-    return [1, 3, 2, {expr}]
-
-def _title(name):
-    return name
-
-@fig.draw
-def _(data, v):
-    fig, ax = plot.subplots(v)
-    ax.plot(data)
-    ax.set_title(_title("{id}"))
-    return fig
-
-@facts(chapter={ch}, id="{id}-facts")
-def more(rec):
-    rec.fact("twice", 2 * {expr})
-"""
-
-
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    """A scratch project: vitbook without its chapters, plus chapters 90-92 made up here."""
-    shutil.copytree(
-        ROOT / "vitbook",
-        tmp_path / "vitbook",
-        ignore=shutil.ignore_patterns("__pycache__", "ch[0-9][0-9]_*.py"),
-    )
-    (tmp_path / "vitbook" / "shared_for_test.py").write_text(SHARED)
-    (tmp_path / "vitbook" / "only_b.py").write_text(ONLY_B)
-    figs = tmp_path / "vitbook" / "figures"
-    specs = {
-        "ch90_alpha.py": (90, "alpha", "from vitbook.shared_for_test import value", "value()"),
-        "ch91_beta.py": (
-            91,
-            "beta",
-            "from vitbook.shared_for_test import value\nfrom vitbook.only_b import offset",
-            "value() + offset()",
-        ),
-        "ch92_gamma.py": (92, "gamma", "", "7"),
-    }
-    for name, (ch, fid, imports, expr) in specs.items():
-        (figs / name).write_text(MODULE.format(ch=ch, id=fid, imports=imports, expr=expr))
-    return tmp_path
-
-
-def book_env(book: Path, env: dict | None = None) -> dict:
-    """The environment in which a process imports the scratch ``book`` and builds into it."""
-    return dict(
-        os.environ,
-        PYTHONPATH=str(book),
-        VITBOOK_FIGURES=str(book / "figures"),
-        VITBOOK_CACHE=str(book / ".cache"),
-        **(env or {}),
-    )
-
-
-def run(book: Path, *args: str, env: dict | None = None, check: bool = True):
-    proc = subprocess.run(
-        [sys.executable, "-m", "vitbook", *args],
-        cwd=book,
-        env=book_env(book, env),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def statuses(stdout: str) -> dict[str, str]:
-    """The build report's table as {figure: status}."""
-    out = {}
-    for line in stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0].startswith("ch") and "/" in parts[0]:
-            out[parts[0]] = parts[1]
-    return out
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -145,10 +39,29 @@ def test_scratch_copy_is_the_one_imported(book: Path) -> None:
 def test_warm_build_computes_nothing(book: Path) -> None:
     first = statuses(run(book, "figures").stdout)
     assert set(first.values()) == {"computed"} and len(first) == 6
-    second = run(book, "figures")
-    assert set(statuses(second.stdout).values()) == {"cached"}
-    assert "nothing to compute" in second.stdout
+    second = run(book, "figures")  # answered from the stamp: no file changed
+    assert "6 of 6 items up to date" in second.stdout and "no file changed" in second.stdout
+    (book / ".cache/stamp.json").unlink()  # the full path agrees
+    third = run(book, "figures")
+    assert set(statuses(third.stdout).values()) == {"cached"}
+    assert "nothing to compute" in third.stdout
     assert run(book, "figures", "--check").returncode == 0
+
+
+@builds
+def test_the_stamp_never_hides_a_change(book: Path) -> None:
+    """A saved source, a changed figure file or a new frozen run sends the build down the
+    full path, even when the stamp was just written."""
+    run(book, "figures")
+    assert "no file changed" in run(book, "figures", "--check").stdout
+    with open(book / "vitbook/figures/ch92_gamma.py", "a") as f:
+        f.write("\nEDITED = True\n")
+    proc = run(book, "figures", "--check", check=False)
+    assert proc.returncode == 1 and "stale: ch92/gamma" in proc.stdout
+    run(book, "figures")
+    (book / "figures/ch90/alpha.png").write_bytes(b"damaged")
+    proc = run(book, "figures", "--check", check=False)
+    assert proc.returncode == 1 and "alpha.png missing or damaged" in proc.stdout
 
 
 @builds
@@ -395,25 +308,6 @@ def test_committed_figures_are_up_to_date() -> None:
 # --- What "up to date" means: every input that can change a result is in the key -------------
 
 
-def check_with(book: Path, patch: str) -> subprocess.CompletedProcess:
-    """``python -m vitbook figures --check`` in a process where ``patch`` ran first (a
-    monkeypatch: another Pillow, another thread count...)."""
-    code = f"import sys\n{patch}\nfrom vitbook.engine.cli import main\nsys.exit(main(sys.argv[1:]))"
-    env = book_env(book)
-    return subprocess.run(
-        [sys.executable, "-c", code, "figures", "--check"],
-        cwd=book,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def stale_names(stdout: str) -> set[str]:
-    return {line.split()[1] for line in stdout.splitlines() if line.startswith("stale: ")}
-
-
 ALL = {
     "ch90/alpha",
     "ch90/alpha-facts",
@@ -530,12 +424,16 @@ def _(data, v):
 
 
 def run_report(stdout: str) -> list[tuple[str, str]]:
-    """The build report's training-run lines as (run, "trained" or "cached")."""
+    """The build report's training-run lines as (run, "trained" or "frozen")."""
     return [
         (line.split()[1], line.split()[2])
         for line in stdout.splitlines()
         if line.strip().startswith("run ")
     ]
+
+
+def frozen_files(book: Path, run: str = "*") -> list[str]:
+    return sorted(p.name for p in (book / "frozen").glob(f"{run}/*") if p.is_file())
 
 
 @builds
@@ -547,7 +445,8 @@ def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller
     chapter.write_text(RUN_CHAPTER.format(colour="C0"))
     first = run(book, "figures", "--chapter", "93")
     assert run_report(first.stdout) == [("train", "trained")]
-    assert len(list((book / ".cache/runs").glob("train-*.pkl"))) == 1  # f(500), f(epochs=500), f()
+    # f(500), f(epochs=500), f() are one record, named by the bound arguments; no pickle
+    assert frozen_files(book) == ["epochs=500,seed=0.json"]
     chapter.write_text(RUN_CHAPTER.format(colour="C1"))  # a colour change must not retrain
     second = run(book, "figures", "--chapter", "93")
     assert statuses(second.stdout)["ch93/delta"] == "redrawn"  # nor even recompute
@@ -555,7 +454,7 @@ def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller
     chapter.write_text(RUN_CHAPTER.format(colour="C1").replace("[1, 2]", "[2, 1]"))
     second = run(book, "figures", "--chapter", "93")
     assert statuses(second.stdout)["ch93/delta"] == "computed"
-    assert run_report(second.stdout) == [("train", "cached")]
+    assert run_report(second.stdout) == [("train", "frozen")]
     (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE.replace("epochs + seed", "epochs"))
     third = run(book, "figures", "--chapter", "93")
     assert run_report(third.stdout) == [("train", "trained")]
@@ -564,7 +463,8 @@ def test_a_cached_run_is_keyed_by_its_code_and_bound_arguments_not_by_its_caller
 def test_cached_binds_arguments_with_defaults(tmp_path: Path, monkeypatch) -> None:
     from vitbook.engine import cached
 
-    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path))
+    monkeypatch.setenv("VITBOOK_FROZEN", str(tmp_path / "frozen"))
+    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path / "cache"))
     calls = []
 
     def train(epochs: int = 500, seed: int = 0) -> int:
@@ -576,7 +476,7 @@ def test_cached_binds_arguments_with_defaults(tmp_path: Path, monkeypatch) -> No
     assert calls == [(500, 0)]
     assert f(epochs=501) == 501 and f(500, seed=1) == 501
     assert calls == [(500, 0), (501, 0), (500, 1)]
-    assert len(list((tmp_path / "runs").glob("*.pkl"))) == 3
+    assert len(list((tmp_path / "frozen").glob("*/*.json"))) == 3
 
 
 def test_the_report_counts_every_call_of_a_run_and_keeps_nested_runs_apart(
@@ -586,7 +486,8 @@ def test_the_report_counts_every_call_of_a_run_and_keeps_nested_runs_apart(
     it calls is counted under that run, not twice), its calls and how many trained."""
     from vitbook.engine import cache
 
-    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path))
+    monkeypatch.setenv("VITBOOK_FROZEN", str(tmp_path / "frozen"))
+    monkeypatch.setenv("VITBOOK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "RUNS", {})
     clock = [0.0]
     monkeypatch.setattr(cache.time, "perf_counter", lambda: clock[0])
@@ -626,23 +527,6 @@ def test_the_engine_imports_nothing_of_the_book() -> None:
                 if n.split(".")[0] == "vitbook" and not n.startswith("vitbook.engine")
             ]
     assert not outside, outside
-
-
-def test_share_runs_copies_only_what_the_destination_lacks(tmp_path: Path) -> None:
-    from vitbook.engine.cache import share_runs
-
-    src, dest = tmp_path / "src", tmp_path / "dest"
-    (src / "runs").mkdir(parents=True)
-    (dest / "runs").mkdir(parents=True)
-    (src / "runs" / "a-1.pkl").write_bytes(b"new a")
-    (src / "runs" / "b-2.pkl").write_bytes(b"new b")
-    (src / "runs" / "b-2.lock").write_bytes(b"")  # locks are not runs
-    (dest / "runs" / "b-2.pkl").write_bytes(b"old b")
-    assert share_runs(src, dest) == 1
-    assert (dest / "runs" / "a-1.pkl").read_bytes() == b"new a"
-    assert (dest / "runs" / "b-2.pkl").read_bytes() == b"old b"  # never overwritten
-    assert sorted(p.name for p in (dest / "runs").iterdir()) == ["a-1.pkl", "b-2.pkl"]
-    assert share_runs(src, tmp_path / "empty") == 2  # a missing cache folder is created
 
 
 @builds
@@ -685,8 +569,9 @@ import fcntl, json, threading
 from vitbook.engine import build, cache
 from vitbook.runs_for_test import train
 
-key = cache.run_key(train.__wrapped__, dict(epochs=500, seed=0))
-held = open(cache.cache_dir() / "runs" / f"train-{key}.lock", "a+b")
+lock = cache.cache_dir() / "locks" / train.name / "epochs=500,seed=0.lock"
+lock.parent.mkdir(parents=True, exist_ok=True)
+held = open(lock, "a+b")
 fcntl.flock(held, fcntl.LOCK_EX)  # as if another process were training train()
 release = lambda: fcntl.flock(held, fcntl.LOCK_UN)
 order = []
@@ -709,7 +594,6 @@ def test_an_item_waiting_for_a_run_lets_the_others_go_first(book: Path) -> None:
     item is built first: the waiting ones are put back instead of holding both workers."""
     (book / "vitbook/runs_for_test.py").write_text(RUN_MODULE)
     (book / "vitbook/figures/ch94_defer.py").write_text(DEFER_CHAPTER)
-    (book / ".cache/runs").mkdir(parents=True)
     proc = subprocess.run(
         [sys.executable, "-c", HOLD_THE_RUN],
         cwd=book, env=book_env(book), capture_output=True, text=True, timeout=900,

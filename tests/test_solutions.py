@@ -108,8 +108,8 @@ def test_strict_false_does_not_forgive_a_position_table_of_another_shape():
     but a ``pos_embed`` of another grid still raises, so a model that "works" kept its own."""
     import dataclasses
 
+    from vitbook.experiments.shapes import SHAPES_CFG
     from vitbook.model import VisionTransformer
-    from vitbook.runs import SHAPES_CFG
 
     small = VisionTransformer(cfg=SHAPES_CFG)
     large = VisionTransformer(cfg=dataclasses.replace(SHAPES_CFG, image_size=48))

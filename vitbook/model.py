@@ -452,6 +452,10 @@ class VisionTransformer(nn.Module):
                     nn.init.zeros_(m.bias)
         # --8<-- [end:init]
 
+    def init_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this model (how a frozen run stores it)."""
+        return {"cfg": self.cfg}
+
     def num_params(self, *, trainable_only: bool = False) -> int:
         """Number of parameters (a fixed sin-cos table is a buffer and does not count).
 

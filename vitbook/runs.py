@@ -1,17 +1,17 @@
-"""The book's training runs, cached on disk by the engine: a thin layer over
+"""The book's training runs, frozen in ``frozen/`` by the engine: a thin layer over
 ``vitbook.experiments``.
 
 The plain functions live in ``vitbook.experiments`` (importable without the engine, callable
-from a notebook). Here each is wrapped with ``vitbook.engine.cached``, one cache entry per
-(configuration, seed): adding a seed trains only that seed. A wrapper made with
-``cached(plain_function)`` is keyed on the plain function's own module and what it imports,
-so a change to a chapter's drawing code, or to another experiment, retrains nothing. The runs
-that start from the pre-trained model are defined here (they fetch it from the cache), so
-their keys also cover this module.
+from a notebook). Here each is wrapped with ``vitbook.engine.cached``, one frozen record per
+(configuration, seed): adding a seed trains only that seed. A run's key covers its plain
+function's own module and what that imports, so editing one experiment retrains no other.
+The runs that start from the pre-trained model get it through ``given=``: the pre-training is
+recorded as consumed when they train, and a new pre-training retrains them.
 
-A run's key binds its arguments to its parameters with the defaults filled in, so
-``transfer_run(100, "cnn", 0)`` and ``transfer_run(n_train=100, arm="cnn", seed=0)`` are one
-entry.
+This module only declares runs (``KEYED_BY_RUNS``): a chapter that imports it is keyed by the
+runs it calls, as recorded, not by the code of every experiment declared here. Import
+constants and helpers from ``vitbook.experiments`` directly.
+
 Chapters 9 and 10 use the shapes runs; Chapter 4 draws the learned position embeddings of
 ``pretrained_shapes_vit``; Chapter 1 uses ``longrange_run``.
 """
@@ -20,16 +20,8 @@ from __future__ import annotations
 
 from vitbook.engine import cached
 from vitbook.experiments import digits, leak, longrange, shapes
-from vitbook.experiments.shapes import (  # noqa: F401  (re-exported for the chapters)
-    FINETUNE_TEST_SEED,
-    PRETRAIN_TEST_SEED,
-    PRETRAIN_TRAIN_SEED,
-    SHAPES_CFG,
-    hflip,
-    new_head,
-)
 
-SEEDS3 = (0, 1, 2)  # every comparison drawn from training is repeated over these seeds
+KEYED_BY_RUNS = True
 
 longrange_run = cached(longrange.longrange_run)
 # Chapter 9's verdict on the two initialisations rests on seeds whose ranges nearly touch
@@ -40,22 +32,10 @@ pretrained_shapes_vit = cached(shapes.pretrain, portable=True)
 
 
 def _pre():
+    """The pre-trained model the fine-tuning runs start from (seed 0's pre-training)."""
     return pretrained_shapes_vit()["model"]
 
 
-@cached
-def transfer_run(n_train: int, arm: str, seed: int) -> dict:
-    """``shapes.transfer_run`` from the cached pre-trained model."""
-    return shapes.transfer_run(_pre(), n_train, arm, seed)
-
-
-@cached
-def lr_run(model: str, lr: float, seed: int, recipe: str = "plain") -> dict:
-    """``shapes.lr_run`` from the cached pre-trained model."""
-    return shapes.lr_run(_pre(), model, lr, seed, recipe)
-
-
-@cached
-def hires_run(table: str, seed: int) -> dict:
-    """``shapes.hires_run`` from the cached pre-trained model."""
-    return shapes.hires_run(_pre(), table, seed)
+transfer_run = cached(shapes.transfer_run, given={"pre": _pre})
+lr_run = cached(shapes.lr_run, given={"pre": _pre})
+hires_run = cached(shapes.hires_run, given={"pre": _pre})

@@ -17,7 +17,6 @@ import hashlib
 import inspect
 import io
 import json
-import os
 import re
 import time
 from collections import deque
@@ -28,8 +27,9 @@ from functools import cache as memoize
 from pathlib import Path
 from typing import Any
 
-from . import cache, explorer, registry, runtime
+from . import cache, explorer, frozen, registry, runtime
 from .deps import file_digest, source_key
+from .paths import figures_dir, project_root
 from .registry import Item, Recorder, discover
 
 DPI = 150
@@ -67,10 +67,6 @@ class Outcome:
     runs: dict[str, tuple[float, int, int]] = field(default_factory=dict)  # see cache.RUNS
     entry: dict[str, Any] | None = None
     error: str | None = None
-
-
-def figures_dir() -> Path:
-    return Path(os.environ.get("VITBOOK_FIGURES", "figures"))
 
 
 def _code_digest(parts: list[Any]) -> str:
@@ -124,13 +120,6 @@ def render_code() -> str:
 def item_inputs(item: Item) -> list[Path]:
     """The data files ``item`` declares (``inputs=``), as paths under the project root."""
     return [project_root() / p for p in item.inputs]
-
-
-def project_root() -> Path:
-    """The folder holding the ``vitbook`` package whose figures are registered."""
-    import importlib
-
-    return Path(importlib.import_module("vitbook.figures").__file__).resolve().parents[2]
 
 
 def compute_key(item: Item) -> str:
@@ -200,6 +189,9 @@ def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | N
         if entry.get("compute_key") == compute_key(item):
             return "rendering changed"
         return "key changed"
+    for c in entry.get("consumed", []):
+        if cache.consumed_key(c) != c["key"]:
+            return f"run {short_run(c)} changed"
     files = entry.get("files", {})
     names = file_names(item)
     if sorted(files) != sorted(names):
@@ -208,6 +200,16 @@ def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | N
         if sha256(outdir / n) != files[n]:
             return f"{n} missing or damaged"
     return None
+
+
+def short_run(consumed: dict[str, Any]) -> str:
+    """``transfer_run(arm=cnn,n_train=100,seed=0)``: a consumed run, named for a person."""
+    return f"{consumed['run'].rsplit('.', 1)[-1]}({consumed['slug']})"
+
+
+def consumed_current(consumed: list[dict[str, Any]]) -> bool:
+    """Whether every run a computation recorded it consumed still has the key it had."""
+    return all(cache.consumed_key(c) == c["key"] for c in consumed)
 
 
 def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
@@ -359,16 +361,22 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
     unchanged(ikey, expected)
     result_path = cache.cache_dir() / "results" / f"ch{item.chapter:02d}-{item.id}-{ckey}.pkl"
 
-    def compute() -> tuple[Any, dict[str, Any]]:
-        out = _facts_of(item)
+    def compute() -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+        with frozen.tracing() as consumed:
+            data, facts = _facts_of(item)
         unchanged(compute_key(item), ckey)  # raising here keeps it out of the result cache
-        return out
+        return data, facts, consumed
 
-    if force:
-        (data, facts), hit = compute(), False
-        cache.store(result_path, (data, facts))
+    hit = False
+    if not force:
+        ok, value = cache.load(result_path)
+        hit = ok and len(value) == 3 and consumed_current(value[2])
+    if hit:
+        data, facts, consumed = value
     else:
-        (data, facts), hit = cache.get_or_compute(result_path, compute)
+        with cache.file_lock(result_path.with_suffix(".lock"), wait=cache._WAIT):
+            data, facts, consumed = compute()
+            cache.store(result_path, (data, facts, consumed))
     files = render(item, data) if item.is_figure else {}
     unchanged(item_key(item), ikey)
     for name, blob in files.items():
@@ -381,10 +389,31 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
         "deterministic": item.deterministic,
         "trained": item.trained,
         "text": text_sizes(files),
+        "consumed": consumed,
+        "source": source_of(item),
+        "computed_on": cache.computed_on(portable=False),
     }
     seconds = time.perf_counter() - start
     status = "redrawn" if hit else "computed"
     return Outcome(key, status, seconds, dict(cache.RUNS), entry)
+
+
+def source_of(item: Item) -> dict[str, Any]:
+    """Where the item's computation is: its file (from the project root), function and lines."""
+    import inspect
+
+    fn = inspect.unwrap(item.compute)
+    lines, first = inspect.getsourcelines(fn)
+    path = Path(inspect.getsourcefile(fn)).resolve()
+    try:
+        path = path.relative_to(project_root())
+    except ValueError:
+        pass
+    return {
+        "file": path.as_posix(),
+        "function": fn.__name__,
+        "lines": [first, first + len(lines) - 1],
+    }
 
 
 def _safe_build_one(

@@ -1,10 +1,16 @@
-"""A content-addressed store for expensive results, safe against crashes and damage.
+"""Two stores for expensive results, safe against crashes and damage.
 
-Entries are pickles wrapped with a checksum. A missing, truncated or altered entry
-is treated as absent and recomputed; it is never trusted. Writes go to a temporary
-file that is renamed into place, so a build killed half-way leaves either the old
-entry or the new one, never half of one. A lock per key keeps two processes from
-computing the same expensive thing at once.
+* Item results (``.cache/vitbook/results``, local, never committed): pickles wrapped with a
+  checksum, keyed by the item's computation, so that a figure whose files were deleted is
+  redrawn without recomputing.
+* Training runs (:func:`cached`): frozen in the repository, ``frozen/`` (see
+  :mod:`vitbook.engine.frozen`), keyed by their code, arguments, environment and the keys of
+  the runs they consumed.
+
+A missing, truncated or altered entry is treated as absent and recomputed; it is never
+trusted. Writes go to a temporary file that is renamed into place, so a build killed half-way
+leaves either the old entry or the new one, never half of one. A lock per entry keeps two
+processes from computing the same expensive thing at once.
 """
 
 from __future__ import annotations
@@ -22,18 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import frozen, runtime
 from . import portable as _portable
-from .deps import source_key
+from .deps import _keyed_by_runs, _module_file, source_key
+from .paths import cache_dir
 
 MAGIC = b"VITBOOK1"
-#: The folder of a cache that holds training runs (``@cached``); results sit beside it.
-RUN_DIR = "runs"
 T = TypeVar("T")
-
-
-def cache_dir() -> Path:
-    """Where results live: ``$VITBOOK_CACHE`` or ``.cache/vitbook`` in the working directory."""
-    return Path(os.environ.get("VITBOOK_CACHE", ".cache/vitbook"))
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -147,69 +148,294 @@ def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
         return value, False
 
 
-#: For the build report, per cached run function called in this process: its seconds (not
-#: counting runs it called in turn), how many calls, and how many of them trained.
+# --- training runs, frozen in the repository --------------------------------------------------
+
+
+class NotFrozen(RuntimeError):
+    """A run had to be trained where training is switched off (``VITBOOK_NO_TRAINING=1``):
+    its frozen files are missing, damaged or were made by other code."""
+
+
+def training_allowed() -> bool:
+    """False under ``VITBOOK_NO_TRAINING=1`` (``verify`` from frozen runs, a clean clone's
+    build in the tests): a run that is not frozen then raises :class:`NotFrozen`."""
+    return os.environ.get("VITBOOK_NO_TRAINING") != "1"
+
+
+#: For the build report, per run function called in this process: its seconds (not counting
+#: runs it called in turn), how many calls, and how many of them trained.
 RUNS: dict[str, tuple[float, int, int]] = {}
 #: The seconds spent in runs called from each run now in progress (innermost last).
 _NESTED: list[float] = []
+#: Every cached run function by name (``module.function``), so that a record's consumed runs
+#: can be found and keyed again.
+REGISTRY: dict[str, Run] = {}
+#: Validated keys, by record file (and its size and modification time) and base key.
+_KEYS: dict[tuple[str, int, int, str], str | None] = {}
 
 
-def cached(fn: Callable[..., T], *, portable: bool = False) -> Callable[..., T]:
-    """Cache an expensive function (a training run) on disk, keyed like a figure.
+class Run:
+    """A training run: a plain function whose results are frozen in ``frozen/``.
 
-    With ``portable=True`` the run is computed in a child process on code paths that give the
-    same bits whatever the CPU's vector width (:mod:`vitbook.engine.portable`); ``fn`` must
-    then be a module-level function, and its key also covers those paths.
-
-    The key covers the code the run executes (the function's module and everything it
-    imports, not the chapter that calls it), the environment (library versions, Python,
-    threads, device; see :func:`vitbook.engine.deps.environment`), the function's name and its
-    arguments bound to its parameters with the defaults filled in, so ``f(500)``,
-    ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one entry. Arguments must have
-    a faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
+    Made by :func:`cached`. Calling it returns the frozen result when the record's key is the
+    run's key now, and otherwise trains, stores and returns it (the same object a later load
+    returns: the stored one, decoded).
     """
-    signature = inspect.signature(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        bound = signature.bind(*args, **kwargs)
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        portable: bool,
+        given: dict[str, Callable[[], Any]],
+        declared_in: str,
+    ) -> None:
+        self.fn, self.portable, self.given, self.declared_in = fn, portable, given, declared_in
+        self.name = f"{fn.__module__}.{fn.__qualname__}"
+        home = _module_file(fn.__module__)
+        if home is not None and _keyed_by_runs(home):
+            raise TypeError(
+                f"{self.name}: define a run's function in its own module (vitbook.experiments), "
+                "not in a module that declares runs: its key would cover every experiment there"
+            )
+        sig = inspect.signature(fn)
+        unknown = set(given) - set(sig.parameters)
+        if unknown:
+            raise TypeError(f"{self.name} has no parameter {sorted(unknown)[0]!r} to be given")
+        self.signature = sig.replace(
+            parameters=[p for n, p in sig.parameters.items() if n not in given]
+        )
+        functools.update_wrapper(self, fn)
+        REGISTRY[self.name] = self
+
+    # the key -----------------------------------------------------------------------------
+
+    def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The arguments of a call bound to the parameters, the defaults filled in."""
+        bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        key = run_key(fn, bound.arguments, portable)
-        path = cache_dir() / RUN_DIR / f"{fn.__qualname__}-{key}.pkl"
+        return dict(bound.arguments)
+
+    def base_key(self, arguments: dict[str, Any]) -> str:
+        """What the run's own result depends on: the code of its function's module and what it
+        imports (comments, formatting and docstrings left out), the environment, its bound
+        arguments, the engine code that runs it (seeds, threads; the portable paths for a
+        portable run), the code of its ``given`` inputs and the file format."""
+        extra: list[Any] = [frozen.FORMAT, inspect.getsource(runtime)]
+        if self.portable:
+            extra += [sorted(_portable.env().items()), inspect.getsource(_portable._child)]
+        extra += [(n, inspect.getsource(g)) for n, g in sorted(self.given.items())]
+        return source_key(
+            self.fn.__module__, self.fn.__qualname__, sorted(arguments.items()), *extra,
+            compute_only=True,
+        )  # fmt: skip
+
+    def paths(self, arguments: dict[str, Any], root: Path | None = None) -> tuple[Path, Path]:
+        return frozen.record_paths(self.name, arguments, root)
+
+    def current_key(self, arguments: dict[str, Any]) -> str | None:
+        """The key of the frozen record of this call if it is up to date (its own key and the
+        keys of every run it consumed are what they would be now), else None."""
+        path, _ = self.paths(arguments)
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        base = self.base_key(arguments)
+        memo = (str(path), st.st_size, st.st_mtime_ns, base)
+        if memo not in _KEYS:
+            _KEYS[memo] = self._validate(path, base, arguments)
+        return _KEYS[memo]
+
+    def _validate(self, path: Path, base: str, arguments: dict[str, Any]) -> str | None:
+        record = frozen.read_record(path)
+        if record is None or record.get("base") != base:
+            return None
+        if record.get("args") != frozen.Encoder()(arguments):
+            return None  # another call whose arguments give the same file name
+        for c in record.get("consumed", []):
+            if consumed_key(c) != c["key"]:
+                return None
+        return record["key"]
+
+    # calling -------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        arguments = self.bind(*args, **kwargs)
         start = time.perf_counter()
         _NESTED.append(0.0)
         try:
-            if portable:
-                value, hit = get_or_compute(path, lambda: _portable.call(fn, bound.arguments))
-            else:
-                value, hit = get_or_compute(path, lambda: fn(*bound.args, **bound.kwargs))
+            value, hit, key = self._get_or_compute(arguments)
         finally:
             inner = _NESTED.pop()
         elapsed = time.perf_counter() - start
         if _NESTED:
             _NESTED[-1] += elapsed
-        secs, calls, trained = RUNS.get(fn.__qualname__, (0.0, 0, 0))
-        RUNS[fn.__qualname__] = (secs + elapsed - inner, calls + 1, trained + (not hit))
+        secs, calls, trained = RUNS.get(self.__qualname__, (0.0, 0, 0))
+        RUNS[self.__qualname__] = (secs + elapsed - inner, calls + 1, trained + (not hit))
+        frozen.note_consumed(self.consumption(arguments, key))
         return value
 
-    return wrapper
+    def consumption(self, arguments: dict[str, Any], key: str) -> dict[str, Any]:
+        """What a computation that called this run records about it."""
+        return {
+            "run": self.name,
+            "slug": frozen.slug(arguments),
+            "args": frozen.Encoder()(arguments),
+            "key": key,
+            "declared_in": self.declared_in,
+        }
+
+    def _get_or_compute(self, arguments: dict[str, Any]) -> tuple[Any, bool, str]:
+        value, key = self.load(arguments)
+        if key is not None:
+            return value, True, key
+        if not training_allowed():
+            raise NotFrozen(
+                f"{self.name}({frozen.slug(arguments)}) is not frozen for this code: build with "
+                "`python -m vitbook figures` and commit frozen/"
+            )
+        lock = cache_dir() / "locks" / self.name / f"{frozen.slug(arguments)}.lock"
+        with file_lock(lock, wait=_WAIT):
+            value, key = self.load(arguments)  # another process may have finished it
+            if key is not None:
+                return value, True, key
+            record, blob = self.compute(arguments)
+            self.store(record, blob)
+            path, _ = self.paths(arguments)
+            return frozen.load_result(record, path, blob), False, record["key"]
+
+    def load(self, arguments: dict[str, Any]) -> tuple[Any, str | None]:
+        """``(result, key)`` from the frozen record if it is up to date and sound, else
+        ``(None, None)``."""
+        key = self.current_key(arguments)
+        if key is None:
+            return None, None
+        path, _ = self.paths(arguments)
+        record = frozen.read_record(path)
+        value = frozen.load_result(record, path) if record else None
+        if value is None:
+            return None, None
+        return value, key
+
+    def compute(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """Train from nothing (the runs it consumes are read from the frozen store): the
+        record to store and its tensor file's bytes."""
+        if _portable.IN_CHILD:
+            raise RuntimeError(f"{self.name}: a portable run cannot train other runs inside it")
+        start = time.perf_counter()
+        with frozen.tracing() as consumed:
+            inputs = {n: g() for n, g in self.given.items()}
+            if self.portable:
+                value = _portable.call(self.fn, {**inputs, **arguments})
+            else:
+                with runtime.preserved_rng(), runtime.book_conditions():
+                    value = self.fn(**inputs, **arguments)
+        seconds = time.perf_counter() - start
+        enc = frozen.Encoder()
+        result = enc(value)
+        blob = frozen.tensor_bytes(enc.tensors)
+        base = self.base_key(arguments)
+        record = {
+            "format": frozen.FORMAT,
+            "run": self.name,
+            "declared_in": self.declared_in,
+            "args": frozen.Encoder()(arguments),
+            "key": frozen.full_key(base, consumed),
+            "base": base,
+            "consumed": consumed,
+            "portable": self.portable,
+            "result": result,
+            "measured": enc.measured,
+            "tensors": hashlib.sha256(blob).hexdigest() if blob else None,
+            "seconds": round(seconds, 2),
+            "computed_on": computed_on(self.portable),
+        }
+        return record, blob
+
+    def store(self, record: dict[str, Any], blob: bytes, root: Path | None = None) -> None:
+        """Write a record (the tensors first: the JSON, written last, is what makes it valid)."""
+        path, tensor_path = self.paths(frozen.decode(record["args"], {}, {}), root)
+        if blob:
+            atomic_write(tensor_path, blob)
+        else:
+            tensor_path.unlink(missing_ok=True)
+        atomic_write(path, frozen.canonical(record).encode())
 
 
-def run_key(fn: Callable[..., Any], arguments: dict[str, Any], portable: bool = False) -> str:
-    """The key of a cached run of ``fn`` with these bound ``arguments`` (defaults applied);
-    a portable run's key also covers the code paths it is held to."""
-    held = [sorted(_portable.ENV.items()), inspect.getsource(_portable._child)]
-    extra = held if portable else []
-    return source_key(fn.__module__, fn.__qualname__, sorted(arguments.items()), *extra)
+def consumed_key(entry: dict[str, Any]) -> str | None:
+    """The key now of a run a computation recorded it consumed (None: not frozen any more)."""
+    run = REGISTRY.get(entry["run"])
+    if run is None and entry.get("declared_in"):
+        import importlib
+
+        try:
+            importlib.import_module(entry["declared_in"])
+        except ImportError:
+            return None
+        run = REGISTRY.get(entry["run"])
+    if run is None:
+        return None
+    return run.current_key(frozen.decode(entry["args"], {}, {}))
 
 
-def share_runs(src: Path, dest: Path) -> int:
-    """Copy the run cache entries of cache ``src`` that cache ``dest`` lacks (atomically, so a
-    reader of ``dest`` never sees half a file); return how many were copied."""
-    copied = 0
-    for entry in sorted((src / RUN_DIR).glob("*.pkl")):
-        target = dest / RUN_DIR / entry.name
-        if not target.exists():
-            atomic_write(target, entry.read_bytes())
-            copied += 1
-    return copied
+def computed_on(portable: bool) -> dict[str, str]:
+    """The CPU a computation ran on, and the code paths (portable or the CPU's own)."""
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    torch = _torch_module()
+    native = torch.backends.cpu.get_cpu_capability() if torch is not None else "unknown"
+    return {
+        "cpu": model,
+        "machine": platform.machine(),
+        "capability": "DEFAULT" if portable else native,
+        "paths": "portable" if portable else "native",
+    }
+
+
+def _torch_module() -> Any:
+    import sys
+
+    return sys.modules.get("torch")
+
+
+def cached(
+    fn: Callable[..., T] | None = None,
+    *,
+    portable: bool = False,
+    given: dict[str, Callable[[], Any]] | None = None,
+) -> Any:
+    """Freeze an expensive function (a training run) in ``frozen/``, one record per call.
+
+    The key covers the code the run executes (the function's module and everything it
+    imports, not the chapter that calls it), the environment (library versions, Python,
+    threads, device; see :func:`vitbook.engine.deps.environment`), the engine code that runs it,
+    the function's name, its arguments bound to its parameters with the defaults filled in
+    (so ``f(500)``, ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one record), and
+    the keys of the runs it consumed, recorded when it was computed. Arguments must have a
+    faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
+
+    Args:
+        portable: compute in a child process on code paths that give the same bits whatever
+            the CPU's vector width (:mod:`vitbook.engine.portable`); ``fn`` must be a
+            module-level function.
+        given: parameters of ``fn`` filled by calling these functions (zero arguments) when
+            the run trains, typically the result of another run: their code is in the key and
+            the runs they call are recorded as consumed, so retraining those retrains this.
+    """
+    import sys
+
+    declared_in = sys._getframe(1).f_globals.get("__name__", "")
+
+    def wrap(f: Callable[..., T]) -> Run:
+        return Run(f, portable=portable, given=dict(given or {}), declared_in=declared_in)
+
+    return wrap if fn is None else wrap(fn)

@@ -1,4 +1,4 @@
-"""``python -m vitbook``: build the book's figures and facts, or list them.
+"""``python -m vitbook``: build the book's figures and facts, check them, list them.
 
 Examples::
 
@@ -7,26 +7,35 @@ Examples::
     python -m vitbook figures --chapter 2     # one chapter
     python -m vitbook figures --only ch02/patch-grids --force
     python -m vitbook figures --check         # exit 1 if anything is stale; computes nothing
-    python -m vitbook verify --jobs 2         # a cold build in a temporary folder, compared
-                                              # with figures/ (see vitbook/engine/verify.py)
+    python -m vitbook runs                    # the frozen training runs: current or stale
+    python -m vitbook verify --jobs 2         # every item recomputed from the frozen runs, in a
+                                              # temporary folder, compared with figures/
+    python -m vitbook verify --runs --shard 3/12 --jobs 2
+                                              # retrain some frozen runs from nothing and compare
+
+Any folder of the project works as the starting point (``docs/``, say): the figures, frozen
+runs and cache are found from the ``vitbook`` package (see :mod:`vitbook.engine.paths`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from . import cache, runtime
-from .build import Outcome, build, figures_dir, read_manifest, stale
+from . import cache, runtime, stamp
+from .build import Outcome, build, read_manifest, stale
+from .paths import figures_dir, frozen_dir, project_root
 from .registry import discover
 
-#: What a cold build of the whole book should take on two cores (reported by ``verify``, never
-#: asserted: a loaded machine is slower, and that is not a defect of the book).
-COLD_BUILD_BUDGET_S = 600
+#: Each worker's share of a rotating shard of ``verify --runs`` (the seconds the runs took when
+#: frozen): with two workers, a shard retrains about this long (reported, never asserted).
+SHARD_BUDGET_S = 150
 
 
 class UsageError(Exception):
@@ -41,6 +50,18 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _shard(text: str) -> tuple[int, int] | str:
+    if text == "auto":
+        return text
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N (say 3/12) or auto, got {text!r}") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"shard {k}/{n}: K must be between 1 and N")
+    return k, n
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,12 +86,15 @@ def parser() -> argparse.ArgumentParser:
     )
     ls = sub.add_parser("list", help="list every figure and computation")
     ls.add_argument("--chapter", type=int, action="append", metavar="N")
+    sub.add_parser("runs", help="list the frozen training runs: seconds, CPU, up to date or not")
     v = sub.add_parser(
         "verify",
-        help="build cold in a temporary folder and compare with the committed figures",
-        description="Build the selected items cold (a fresh cache) in a temporary folder and "
-        "compare them with the committed figures under the reproducibility rules of "
-        "vitbook/engine/verify.py. Exit 1 if any item differs.",
+        help="recompute items from the frozen runs (or retrain runs) and compare",
+        description="Without --runs: recompute the selected items in a temporary folder from "
+        "the frozen runs (training nothing) and compare them with the committed figures under "
+        "the rules of vitbook/engine/verify.py. With --runs: retrain frozen runs from nothing "
+        "(a shard of them, or all) and compare each with its frozen record. Exit 1 if "
+        "anything differs.",
     )
     v.add_argument("--chapter", type=int, action="append", metavar="N")
     v.add_argument("--only", action="append", metavar="ID")
@@ -90,12 +114,19 @@ def parser() -> argparse.ArgumentParser:
         help="compare this finished build instead of building (its manifest.json)",
     )
     v.add_argument("--keep", type=Path, metavar="DIR", help="build into DIR and keep it")
+    v.add_argument("--runs", action="store_true", help="retrain frozen runs and compare them")
     v.add_argument(
-        "--share-runs",
-        type=Path,
-        metavar="DIR",
-        help="after the cold build, copy its training runs into the cache DIR where DIR lacks "
-        "them (the same keys), so that later warm work there does not train them again",
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="with --runs: only shard K of N (or 'auto': the shard this commit rotates to)",
+    )
+    v.add_argument(
+        "--budget",
+        type=float,
+        default=SHARD_BUDGET_S,
+        metavar="S",
+        help=f"with --runs: seconds per worker in a shard (default {SHARD_BUDGET_S})",
     )
     return p
 
@@ -133,7 +164,7 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
     for o in outcomes:
         lines.append(f"{o.key:<{width}}  {o.status:<8}  {o.seconds:8.2f}")
         for run, (secs, calls, trained) in sorted(o.runs.items()):
-            status = "trained" if trained else "cached"
+            status = "trained" if trained else "frozen"
             lines.append(
                 f"{'  run ' + run:<{width}}  {status:<8}  {secs:8.2f}  "
                 f"({trained} of {calls} call{'s' if calls > 1 else ''} trained)"
@@ -149,12 +180,24 @@ def report(outcomes: list[Outcome], seconds: float) -> str:
     return "\n".join(lines)
 
 
+def whole_book(args: argparse.Namespace) -> bool:
+    return not getattr(args, "chapter", None) and not getattr(args, "only", None)
+
+
 def main(argv: list[str] | None = None) -> int:
     # before torch loads: the book computes on the CPU with runtime.THREADS threads per process
     from .runtime import pin_environment
 
     pin_environment()
     args = parser().parse_args(argv)
+    if args.command == "figures" and whole_book(args) and not args.force and stamp.fresh():
+        n = len(read_manifest(figures_dir()))
+        print(f"{n} of {n} items up to date in {figures_dir()}/ (no file changed since the check)")
+        return 0
+    if args.command == "runs":
+        return list_runs()
+    if args.command == "verify" and args.runs:
+        return verify_runs(args)
     try:
         keys = select(getattr(args, "chapter", None), getattr(args, "only", None))
     except UsageError as exc:
@@ -174,16 +217,22 @@ def main(argv: list[str] | None = None) -> int:
         for key, reason in out_of_date.items():
             print(f"stale: {key} ({reason})")
         print(f"{len(keys) - len(out_of_date)} of {len(keys)} items up to date in {figures_dir()}/")
+        if not out_of_date and whole_book(args):
+            stamp.record()
         return 1 if out_of_date else 0
 
-    prune = not args.chapter and not args.only
-    return run_build(keys, force=args.force, jobs=args.jobs, prune=prune)
+    prune = whole_book(args)
+    status = run_build(keys, force=args.force, jobs=args.jobs, prune=prune)
+    if status == 0 and prune and not stale(keys):
+        stamp.record()
+    return status
 
 
 def run_build(keys: list[str], *, force: bool, jobs: int, prune: bool) -> int:
     """Build ``keys`` with a progress bar, print the report; 1 if anything failed."""
     from tqdm import tqdm
 
+    stamp.forget()
     start = time.perf_counter()
     with tqdm(total=len(keys), unit="fig", file=sys.stderr, dynamic_ncols=True) as bar:
 
@@ -200,7 +249,8 @@ def run_build(keys: list[str], *, force: bool, jobs: int, prune: bool) -> int:
 
 
 def verify(keys: list[str], args: argparse.Namespace) -> int:
-    """``python -m vitbook verify``: a cold build compared with the committed figures."""
+    """``python -m vitbook verify``: every item recomputed from the frozen runs, compared with
+    the committed figures. Training is switched off: a run that is not frozen fails its item."""
     from . import verify as rules
 
     against = args.against or figures_dir()
@@ -214,21 +264,17 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
         if fresh_dir is None:
             fresh_dir = args.keep or Path(tmp) / "figures"
             if fresh_dir.exists() and any(fresh_dir.iterdir()):
-                print(f"error: {fresh_dir}/ is not empty: a cold build needs an empty folder")
+                print(f"error: {fresh_dir}/ is not empty: a fresh build needs an empty folder")
                 return 2
             os.environ["VITBOOK_FIGURES"] = str(fresh_dir)
-            os.environ["VITBOOK_CACHE"] = str(Path(tmp) / "cache")  # cold: no cached result
+            os.environ["VITBOOK_CACHE"] = str(Path(tmp) / "cache")  # no cached result
+            os.environ["VITBOOK_NO_TRAINING"] = "1"  # every run must come from frozen/
             start = time.perf_counter()
             status = run_build(keys, force=True, jobs=args.jobs, prune=False)
             seconds = time.perf_counter() - start
-            if args.share_runs is not None:
-                shared = cache.share_runs(Path(tmp) / "cache", args.share_runs)
-                print(f"shared {shared} training run(s) with {args.share_runs}/")
             print(
-                f"cold build: {seconds:.0f} s for {len(keys)} items, {args.jobs} job(s) x "
-                f"{runtime.THREADS} thread(s) on {os.cpu_count()} CPUs "
-                f"(budget for the whole book on two cores: {COLD_BUILD_BUDGET_S} s; reported, "
-                "not enforced)"
+                f"recomputed {len(keys)} items from the frozen runs in {seconds:.0f} s, "
+                f"{args.jobs} job(s) x {runtime.THREADS} thread(s) on {os.cpu_count()} CPUs"
             )
         fresh = read_manifest(fresh_dir)
         wanted = set(keys)
@@ -240,3 +286,130 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
         print(f"\nverify: {fresh_dir}/ against {against}/ (rules: vitbook/engine/verify.py)")
         print(rules.report(verdicts))
         return 1 if status or any(v.status == "differs" for v in verdicts) else 0
+
+
+# --- frozen runs ----------------------------------------------------------------------------
+
+
+def frozen_records() -> list[dict[str, Any]]:
+    """Every frozen run's record, sorted by file."""
+    from . import frozen
+
+    out = []
+    for path in sorted(frozen_dir().glob("*/*.json")):
+        record = frozen.read_record(path)
+        if record is not None:
+            record["_path"] = path
+            out.append(record)
+    return out
+
+
+def _run_of(record: dict[str, Any]) -> cache.Run | None:
+    import importlib
+
+    if record["run"] not in cache.REGISTRY:
+        importlib.import_module(record["declared_in"])
+    return cache.REGISTRY.get(record["run"])
+
+
+def list_runs() -> int:
+    """``python -m vitbook runs``: every frozen run, its seconds and CPU, and its state."""
+    from . import frozen
+
+    records = frozen_records()
+    width = max([len(str(r["_path"].relative_to(frozen_dir()))) for r in records] + [10])
+    total, stale_runs = 0.0, 0
+    for r in records:
+        run = _run_of(r)
+        args = frozen.decode(r["args"], {}, {})
+        current = run is not None and run.current_key(args) == r["key"]
+        stale_runs += not current
+        total += r.get("seconds", 0.0)
+        where = r["computed_on"]
+        print(
+            f"{str(r['_path'].relative_to(frozen_dir())):<{width}}  "
+            f"{'current' if current else 'STALE':<7}  {r.get('seconds', 0):8.1f} s  "
+            f"{where['paths']:<8}  {where['capability']:<8}  {where['cpu']}"
+        )
+    size = sum(p.stat().st_size for p in frozen_dir().glob("*/*") if p.is_file())
+    print(
+        f"{len(records)} frozen runs, {stale_runs} stale, {total:.0f} s of training, "
+        f"{size / 1e6:.1f} MB in {frozen_dir()}/"
+    )
+    return 1 if stale_runs else 0
+
+
+def commit_index() -> int:
+    """A number that grows by one with each commit (the length of the history), or a hash of
+    the commit in a shallow clone; 0 outside a git checkout."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=project_root(), capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        if git("rev-parse", "--is-shallow-repository") == "true":
+            return int(git("rev-parse", "HEAD")[:12], 16)
+        return int(git("rev-list", "--count", "HEAD"))
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return 0
+
+
+def _retrain(name: str, declared_in: str, args: Any) -> dict[str, Any]:
+    """In a worker: retrain one frozen run from nothing (its inputs read from frozen/); the
+    record it would store (the tensors' digest in it)."""
+    from . import frozen
+
+    os.environ["VITBOOK_NO_TRAINING"] = "1"  # what it consumes must be frozen already
+    run = _run_of({"run": name, "declared_in": declared_in})
+    record, _ = run.compute(frozen.decode(args, {}, {}))
+    return record
+
+
+def pin_worker() -> None:
+    runtime.pin_environment()
+
+
+def verify_runs(args: argparse.Namespace) -> int:
+    """``python -m vitbook verify --runs``: retrain frozen runs (one shard, or all) and compare
+    each with its record (bits for portable runs; the seeds' spread for the others)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from . import verify as rules
+
+    records = frozen_records()
+    shards = rules.plan_shards(records, args.budget, args.jobs)
+    chosen = records
+    if args.shard is not None:
+        k, n = args.shard if args.shard != "auto" else (commit_index() % len(shards) + 1, None)
+        if n is not None and n != len(shards):
+            print(f"error: the runs fall into {len(shards)} shards, not {n}", file=sys.stderr)
+            return 2
+        chosen = shards[k - 1]
+        planned = sum(r.get("seconds", 0.0) for r in chosen)
+        print(
+            f"shard {k} of {len(shards)}: {len(chosen)} of {len(records)} runs, {planned:.0f} s "
+            f"when frozen ({args.budget:.0f} s per worker, {args.jobs} workers); every run is "
+            f"retrained once in any {len(shards)} consecutive commits"
+        )
+    start = time.perf_counter()
+    verdicts = []
+    ctx = get_context("spawn")
+    with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=pin_worker) as pool:
+        futures = {pool.submit(_retrain, r["run"], r["declared_in"], r["args"]): r for r in chosen}
+        for fut in as_completed(futures):
+            old = futures[fut]
+            try:
+                new = fut.result()
+            except Exception as exc:  # reported, and the command fails
+                verdicts.append(rules.Verdict(old["_path"].stem, "differs", [f"failed: {exc}"]))
+                continue
+            siblings = rules.siblings_of(old, records)
+            verdicts.append(rules.compare_run(old, new, siblings))
+    seconds = time.perf_counter() - start
+    verdicts.sort(key=lambda v: v.key)
+    print(rules.report(verdicts, noun="runs"))
+    print(f"retrained {len(chosen)} runs in {seconds:.0f} s with {args.jobs} worker(s)")
+    return 1 if any(v.status == "differs" for v in verdicts) else 0

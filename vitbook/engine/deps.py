@@ -84,12 +84,20 @@ def closure(name: str) -> tuple[str, ...]:
         parts = mod.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         path = _module_file(mod)
-        if path is not None:
+        if path is not None and (mod == name or not _keyed_by_runs(path)):
             todo.extend(_imports(mod, path, root) - seen)
     # The engine's modules are left out: most of their code (the command line, the cache, the
     # progress bar) decides where files go, not what they contain. The parts that shape results
     # are hashed function by function instead (build.compute_code and build.render_code).
     return tuple(sorted(m for m in seen if _module_file(m) and not m.startswith(ENGINE)))
+
+
+@cache
+def _keyed_by_runs(path: Path) -> bool:
+    """Whether the module declares ``KEYED_BY_RUNS = True``: it only declares frozen runs
+    (``vitbook/runs.py``), so a computation that imports it depends on the runs it calls,
+    whose keys it records when it computes, not on the code behind every run declared there."""
+    return _module_flag(ast.parse(path.read_text(encoding="utf-8")), "KEYED_BY_RUNS")
 
 
 def library_version(dist: str) -> str:
@@ -104,7 +112,9 @@ def library_version(dist: str) -> str:
 def environment() -> dict[str, str]:
     """Everything outside the source that can change a result; part of every key."""
     out = {dist: library_version(dist) for dist in VERSIONED}
-    out["python"] = f"{platform.python_implementation()} {platform.python_version()}"
+    # the minor version: a bug-fix release of Python changes no number the book computes
+    major, minor, _ = platform.python_version_tuple()
+    out["python"] = f"{platform.python_implementation()} {major}.{minor}"
     out["threads"] = str(runtime.THREADS)
     out["device"] = runtime.DEVICE
     return out
@@ -187,8 +197,8 @@ def compute_source(name: str) -> bytes:
     tree (so formatting and comments do not count) without the bodies of its drawing
     functions: those decorated ``@<item>.draw`` or ``@<item>.export``, and, repeatedly, the
     private (``_name``) top-level functions that only drawing functions mention and that no
-    other module imports; and without the sizes given to ``@figure``. Any other edit to the
-    code changes it."""
+    other module imports; without the sizes given to ``@figure``; and without docstrings. Any
+    other edit to the code changes it."""
     path = _module_file(name)
     # read on every call (parsing is cached by content): the build checks keys again after
     # computing, and a file saved meanwhile must show
@@ -232,8 +242,19 @@ def _compute_source(name: str, text: str) -> bytes:
                 dec.keywords = [kw for kw in dec.keywords if kw.arg not in DRAWING_KEYWORDS]
         if id(f) in drawing:
             f.body = [ast.Pass()]
-    # the syntax tree, not the text: reformatting or a comment changes no result
+    _drop_docstrings(tree)
+    # the syntax tree, not the text: reformatting, a comment or a docstring changes no result
     return ast.dump(tree, include_attributes=False).encode()
+
+
+def _drop_docstrings(tree: ast.AST) -> None:
+    """Remove the docstrings of a module, its classes and functions (in place)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    node.body = body[1:] or [ast.Pass()]
 
 
 def source_key(module: str, *extra: object, compute_only: bool = False) -> str:

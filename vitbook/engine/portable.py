@@ -13,6 +13,11 @@ convolutions and matrix products go through MKL):
 * ``ATEN_CPU_CAPABILITY=default``: PyTorch's plain kernels instead of its AVX2/AVX-512 ones;
 * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its plain SSE2
   branch (Intel documents it for Intel processors; AMD ones are expected to agree, untested);
+* ``OPENBLAS_CORETYPE=Nehalem``: numpy's matrix products on OpenBLAS's SSE4.2 kernels, not
+  the ones it picks for this CPU (Haswell, SkylakeX and Nehalem kernels give other bits);
+* ``NPY_DISABLE_CPU_FEATURES``: every SIMD target numpy dispatches to above its baseline
+  switched off (float64 ``np.exp`` gives other bits with and without AVX-512), so the data a
+  run generates with numpy are the same everywhere;
 * one thread (:data:`vitbook.engine.runtime.THREADS`), so reductions are never split
   differently.
 
@@ -38,8 +43,18 @@ from typing import Any
 
 from . import runtime
 
-#: What the child process is started with (before it loads any library).
-ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+#: What the child process is started with (before it loads any library); see :func:`env`.
+ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Nehalem"}
+#: True in the child process: a portable run computes alone (it calls no other run).
+IN_CHILD = False
+
+
+def env() -> dict[str, str]:
+    """:data:`ENV` and numpy's dispatch targets to switch off: all of those the installed
+    numpy was built with (a property of its version, which every key covers)."""
+    from numpy._core import _multiarray_umath as umath
+
+    return {**ENV, "NPY_DISABLE_CPU_FEATURES": " ".join(umath.__cpu_dispatch__)}
 
 
 def call(fn: Callable[..., Any], arguments: dict[str, Any], extra_env: dict | None = None) -> Any:
@@ -48,15 +63,17 @@ def call(fn: Callable[..., Any], arguments: dict[str, Any], extra_env: dict | No
     module-level function; ``extra_env`` is for tests. The child's output goes to this
     process's stdout and stderr; a failure in it raises ``subprocess.CalledProcessError``."""
     root = Path(__file__).resolve().parents[2]  # the folder that holds the vitbook package
-    env = dict(os.environ, **(extra_env or {}), **ENV)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    child_env = dict(os.environ, **(extra_env or {}), **env())
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(root), child_env.get("PYTHONPATH")])
+    )
     with tempfile.TemporaryDirectory(prefix="vitbook-portable-") as tmp:
         job, out = Path(tmp) / "job.pkl", Path(tmp) / "out.pkl"
         job.write_bytes(pickle.dumps((fn.__module__, fn.__qualname__, arguments)))
         start = f"import sys; from pathlib import Path; from {__name__} import _child; " + (
             "_child(Path(sys.argv[1]), Path(sys.argv[2]))"
         )
-        subprocess.run([sys.executable, "-c", start, str(job), str(out)], env=env, check=True)
+        subprocess.run([sys.executable, "-c", start, str(job), str(out)], env=child_env, check=True)
         return pickle.loads(out.read_bytes())
 
 
@@ -68,11 +85,15 @@ def conditions() -> dict[str, Any]:
         "capability": torch.backends.cpu.get_cpu_capability(),
         "mkldnn": torch.backends.mkldnn.enabled,
         "MKL_CBWR": os.environ.get("MKL_CBWR"),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
+        "numpy_disabled": os.environ.get("NPY_DISABLE_CPU_FEATURES"),
         "threads": torch.get_num_threads(),
     }
 
 
 def _child(job: Path, out: Path) -> None:
+    global IN_CHILD
+    IN_CHILD = True
     runtime.pin_environment()  # before torch loads
     import torch
 

@@ -44,6 +44,7 @@ class Recorder:
         text: str | None = None,
         measured: bool = False,
         tol: float | None = None,
+        seeds: int | None = None,
     ) -> Any:
         """Record a number the prose may quote as ``{{ chNN.name }}``.
 
@@ -59,6 +60,8 @@ class Recorder:
                 in torch and BLAS): the largest absolute change the book accepts, set from the
                 spread over seeds. Across machines such a fact is checked within ``tol``;
                 every other fact must reproduce its printed text exactly.
+            seeds: for a result summarised over training seeds, how many (seeds 0..N-1);
+                the pages show it with the number's provenance.
         Returns:
             ``value``, so a fact can be recorded where it is computed.
         """
@@ -83,6 +86,8 @@ class Recorder:
             if not isinstance(value, int | float) or isinstance(value, bool) or tol < 0:
                 raise ValueError(f"fact {name!r}: tol needs a number and a tolerance >= 0")
             self.facts[name]["tol"] = float(tol)
+        if seeds is not None:
+            self.facts[name]["seeds"] = int(seeds)
         return value
 
 

@@ -90,3 +90,23 @@ def book_conditions(seed: int = 0, *, restore: bool = False) -> Iterator[None]:
                     os.environ[var] = value
             if before is not None:
                 torch.set_num_threads(before)
+
+
+@contextmanager
+def preserved_rng() -> Iterator[None]:
+    """Put back the random states of ``random``, numpy and torch after the block, so that a
+    computation that calls a run leaves them the same whether the run trained or was read."""
+    np, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    states = (
+        random.getstate(),
+        np.random.get_state() if np is not None else None,
+        torch.get_rng_state() if torch is not None else None,
+    )
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        if states[1] is not None:
+            sys.modules["numpy"].random.set_state(states[1])
+        if states[2] is not None:
+            sys.modules["torch"].set_rng_state(states[2])

@@ -61,9 +61,9 @@ def record(rec, name: str, values: Sequence[float], fmt: str = "{:.1%}") -> Summ
     """Record per-seed ``values`` on a figure's recorder ``rec``: their mean as ``name``, their
     min and max as ``name_lo`` and ``name_hi``, each with the seed spread as its tolerance."""
     s = summary(values)
-    rec.fact(name, s.mean, fmt, tol=s.tol)
-    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol)
-    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol)
+    rec.fact(name, s.mean, fmt, tol=s.tol, seeds=s.n)
+    rec.fact(f"{name}_lo", s.lo, fmt, tol=s.tol, seeds=s.n)
+    rec.fact(f"{name}_hi", s.hi, fmt, tol=s.tol, seeds=s.n)
     return s
 
 
@@ -92,3 +92,8 @@ def interval(hits: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> tuple[fl
     idx = rng.integers(0, len(hits), size=(n_boot, len(hits)))
     means = hits[idx].mean(1)
     return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def seeds(n: int) -> tuple[int, ...]:
+    """The seeds of an experiment repeated ``n`` times: always 0 to n - 1, never picked."""
+    return tuple(range(n))

@@ -165,7 +165,7 @@ def _(data, v):
 TASK = longrange.TASK
 FAR = 32  # SmallCNN sees at most 32 px: partners this far apart are out of its reach
 NARROW = 8  # the narrow strip: 8 cells, partners at most 28 px apart, all within the CNN's reach
-SEEDS = runs.SEEDS3
+SEEDS = stats.seeds(3)
 
 
 @figure(chapter=1, id="longrange-samples", size=(7.2, 2.6))

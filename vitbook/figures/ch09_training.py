@@ -17,7 +17,7 @@ from vitbook.experiments import shapes, stats
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
 DIGITS_EPOCHS = 300  # the lab's EPOCHS: the same recipe, the same length
-SEEDS = runs.SEEDS3
+SEEDS = stats.seeds(3)
 SIZES = (100, 400, 1600)  # training images of the four-shape task
 LRS = (1e-4, 1e-3, 1e-2, 1e-1)
 SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained, fine-tuned)"}

@@ -19,6 +19,7 @@ from vitbook import plot, runs
 from vitbook.analysis import attention_rollout
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import figure
+from vitbook.experiments.shapes import PRETRAIN_TEST_SEED
 from vitbook.explore import explorer_data, image_u8
 
 #: Test images sent to the page: the first of the pre-training test split.
@@ -50,7 +51,7 @@ def explorer_attention() -> dict:
     (n, L, T, T), in float64, of the cached pre-trained model on the first test images."""
     run = runs.pretrained_shapes_vit()
     model = run["model"].eval()
-    s = make_shapes(N_IMAGES, classes=PRETRAIN_CLASSES, seed=runs.PRETRAIN_TEST_SEED)
+    s = make_shapes(N_IMAGES, classes=PRETRAIN_CLASSES, seed=PRETRAIN_TEST_SEED)
     x, y = s.tensors()
     out = model.forward_intermediates(x, attn=True)
     attns = [a.double() for a in out["attn"]]  # per layer (n, H, T, T)

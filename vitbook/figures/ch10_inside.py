@@ -16,6 +16,7 @@ from vitbook.analysis import (
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import figure
 from vitbook.experiments import stats
+from vitbook.experiments.shapes import PRETRAIN_TEST_SEED
 from vitbook.model import VisionTransformer
 
 N_TEST = 1000  # test images for the measured scores
@@ -151,7 +152,7 @@ def _(d, v):
 
 
 def _test_set():
-    s = make_shapes(N_TEST, classes=PRETRAIN_CLASSES, seed=runs.PRETRAIN_TEST_SEED)
+    s = make_shapes(N_TEST, classes=PRETRAIN_CLASSES, seed=PRETRAIN_TEST_SEED)
     return s, s.tensors()[0]
 
 
