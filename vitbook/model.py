@@ -452,6 +452,10 @@ class VisionTransformer(nn.Module):
                     nn.init.zeros_(m.bias)
         # --8<-- [end:init]
 
+    def no_weight_decay(self) -> set[str]:
+        """Parameters that weight decay should leave alone (timm's list for its ViT)."""
+        return {"pos_embed", "cls_token"}
+
     def init_kwargs(self) -> dict[str, Any]:
         """The keyword arguments that rebuild this model (how a frozen run stores it)."""
         return {"cfg": self.cfg}

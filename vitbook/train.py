@@ -104,30 +104,62 @@ def lr_at(step: int, *, total: int, warmup: int, schedule: str = "cosine") -> fl
 
 # --8<-- [start:param-groups]
 def _param_groups(
-    model: nn.Module, *, lr: float, head_lr: float | None, head_prefix: str, weight_decay: float
+    model: nn.Module,
+    *,
+    lr: float,
+    head_lr: float | None,
+    head_prefix: str,
+    weight_decay: float,
+    layer_decay: float | None = None,
 ) -> list[dict]:
-    """Two groups: the backbone at ``lr`` and the head at ``head_lr`` (default: ``lr``).
+    """Parameter groups: the backbone at ``lr`` and the head at ``head_lr`` (default: ``lr``),
+    each split into weights that decay and those that do not.
+
+    As timm does, biases, other one-dimensional parameters (LayerNorm's scale and shift) and
+    the names in the model's ``no_weight_decay()`` (the ViT's ``pos_embed`` and ``cls_token``)
+    get no weight decay: shrinking them toward zero is no regulariser, only a bias.
 
     A backbone ``lr`` of 0 freezes it: its parameters get ``requires_grad=False`` and are left
     out of the optimiser, which is "head-only" fine-tuning (a linear probe on frozen features).
+
+    With ``layer_decay`` (0 < d < 1; BEiT's layer-wise learning-rate decay, in timm as
+    ``param_groups_layer_decay``), block ``i`` of ``L`` learns at ``lr * d ** (L - i)``: the
+    embeddings (``patch_embed``, ``cls_token``, ``pos_embed``) at ``d ** (L + 1)``, the final
+    ``norm`` at ``lr``, so the layers nearest the input, whose features transfer best, move
+    least.
     """
-    head, body = [], []
+    skip = set(model.no_weight_decay()) if hasattr(model, "no_weight_decay") else set()
+    depth = len(getattr(model, "blocks", ()))
+    groups: dict[tuple[bool, float, bool], list[nn.Parameter]] = {}
     for name, p in model.named_parameters():
-        (head if name.startswith(head_prefix) else body).append(p)
-    if not head:
-        raise ValueError(f"no parameter name starts with {head_prefix!r}; pass head_prefix=")
-    if lr == 0:
-        for p in body:
+        in_head = name.startswith(head_prefix)
+        if not in_head and lr == 0:
             p.requires_grad_(False)
-        body = []
-    groups = [{"params": head, "lr": head_lr if head_lr is not None else lr}]
-    if body:
-        groups.insert(0, {"params": body, "lr": lr})
-    for g in groups:
-        g["weight_decay"] = weight_decay
-        g["base_lr"] = g["lr"]
-    return groups
+            continue
+        scale = 1.0
+        if layer_decay is not None and not in_head:
+            scale = layer_decay ** (depth + 1 - _layer_of(name, depth))
+        decays = not (p.ndim <= 1 or name.endswith(".bias") or name in skip)
+        groups.setdefault((in_head, scale, decays), []).append(p)
+    if not any(head for head, _, _ in groups):
+        raise ValueError(f"no parameter name starts with {head_prefix!r}; pass head_prefix=")
+    out = []
+    for (head, scale, decays), params in sorted(groups.items(), key=lambda kv: kv[0]):
+        base = (head_lr if head_lr is not None else lr) if head else lr * scale
+        out.append({"params": params, "lr": base, "base_lr": base,
+                    "weight_decay": weight_decay if decays else 0.0})  # fmt: skip
+    return out
     # --8<-- [end:param-groups]
+
+
+def _layer_of(name: str, depth: int) -> int:
+    """The layer of a backbone parameter for layer-wise decay: 0 for the embeddings, ``i + 1``
+    for ``blocks.i``, ``depth + 1`` for what comes after the blocks (the final norm)."""
+    if name.startswith("blocks."):
+        return int(name.split(".")[1]) + 1
+    if name.startswith(("patch_embed", "cls_token", "pos_embed")):
+        return 0
+    return depth + 1
 
 
 def _progress(iterable, enabled: bool | None, desc: str):
@@ -157,6 +189,7 @@ def fit(
     clip_norm: float | None = None,
     head_lr: float | None = None,
     head_prefix: str = "head",
+    layer_decay: float | None = None,
     patience: int | None = None,
     augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None,
     label_smoothing: float = 0.0,
@@ -176,11 +209,13 @@ def fit(
         batch_size: examples per step; ``None`` means the whole set (full-batch).
         lr: peak learning rate of the backbone; 0 freezes the backbone (head-only).
         optimizer: ``"adamw"`` (decoupled weight decay) or ``"adam"``.
-        weight_decay: AdamW's decay (the paper pre-trains with large decay).
+        weight_decay: AdamW's decay (the paper pre-trains with large decay); biases, norms,
+            ``pos_embed`` and ``cls_token`` get none (see ``_param_groups``).
         schedule: ``"constant"``, ``"cosine"`` or ``"linear"`` after the warm-up.
         warmup_epochs: length of the linear warm-up, in epochs (fractions allowed).
         clip_norm: clip the global gradient norm to this value (the paper: 1).
         head_lr: learning rate of the head, if different from ``lr``.
+        layer_decay: layer-wise learning-rate decay of the backbone (see ``_param_groups``).
         patience: stop after this many epochs without a better held-out accuracy and restore
             the best weights. The held-out set is ``test``: pass a validation split there if
             the test set must stay untouched.
@@ -209,13 +244,14 @@ def fit(
     warmup = round(warmup_epochs * steps_per_epoch)
 
     groups = _param_groups(
-        model, lr=lr, head_lr=head_lr, head_prefix=head_prefix, weight_decay=weight_decay
-    )
+        model, lr=lr, head_lr=head_lr, head_prefix=head_prefix, weight_decay=weight_decay,
+        layer_decay=layer_decay,
+    )  # fmt: skip
     opt_cls = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}[optimizer]
     opt = opt_cls(groups)
 
     hist = History()
-    best_state, bad_epochs, step = None, 0, 0
+    best_state, bad_epochs, step, mult = None, 0, 0, 0.0
     start = time.perf_counter()
     for epoch in _progress(range(epochs), progress, desc):
         model.train()
@@ -227,8 +263,9 @@ def fit(
             if augment is not None:
                 xb = augment(xb, gen)
             xb, yb = xb.to(dev), yb.to(dev)
+            mult = lr_at(step, total=total, warmup=warmup, schedule=schedule)
             for g in opt.param_groups:  # the schedule scales every group's own base rate
-                g["lr"] = g["base_lr"] * lr_at(step, total=total, warmup=warmup, schedule=schedule)
+                g["lr"] = g["base_lr"] * mult
             logits = model(xb)  # (B, K)
             loss = F.cross_entropy(logits, yb, label_smoothing=label_smoothing)
             if not torch.isfinite(loss):
@@ -246,11 +283,11 @@ def fit(
             hist.train_loss.append(float("nan"))
             hist.train_acc.append(correct / n)
             hist.test_acc.append(accuracy(model, test))
-            hist.lr.append(opt.param_groups[0]["lr"])
+            hist.lr.append(lr * mult)
             break
         hist.train_loss.append(loss_sum / n)
         hist.train_acc.append(correct / n)
-        hist.lr.append(opt.param_groups[0]["lr"])
+        hist.lr.append(lr * mult)
         if (epoch + 1) % eval_every and epoch + 1 < epochs:
             hist.test_acc.append(float("nan"))
             continue

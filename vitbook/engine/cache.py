@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from . import frozen, runtime
 from . import portable as _portable
-from .deps import _keyed_by_runs, _module_file, source_key
+from .deps import _drop_docstrings, _keyed_by_runs, _module_file, source_key
 from .paths import cache_dir
 
 MAGIC = b"VITBOOK1"
@@ -221,10 +221,10 @@ class Run:
         imports (comments, formatting and docstrings left out), the environment, its bound
         arguments, the engine code that runs it (seeds, threads; the portable paths for a
         portable run), the code of its ``given`` inputs and the file format."""
-        extra: list[Any] = [frozen.FORMAT, inspect.getsource(runtime)]
+        extra: list[Any] = [frozen.FORMAT, code_of(runtime)]
         if self.portable:
-            extra += [sorted(_portable.env().items()), inspect.getsource(_portable._child)]
-        extra += [(n, inspect.getsource(g)) for n, g in sorted(self.given.items())]
+            extra += [sorted(_portable.env().items()), code_of(_portable._child)]
+        extra += [(n, code_of(g)) for n, g in sorted(self.given.items())]
         return source_key(
             self.fn.__module__, self.fn.__qualname__, sorted(arguments.items()), *extra,
             compute_only=True,
@@ -361,6 +361,17 @@ class Run:
         else:
             tensor_path.unlink(missing_ok=True)
         atomic_write(path, frozen.canonical(record).encode())
+
+
+def code_of(obj: Any) -> str:
+    """A function's or module's code as its syntax tree: comments, formatting and docstrings
+    do not count, as in every key (:func:`vitbook.engine.deps.compute_source`)."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    _drop_docstrings(tree)
+    return ast.dump(tree, include_attributes=False)
 
 
 def consumed_key(entry: dict[str, Any]) -> str | None:

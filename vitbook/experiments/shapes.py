@@ -1,7 +1,8 @@
-"""Chapters 9 and 10: the small ViT on synthetic shapes, pre-trained, transferred, swept.
+"""Chapter 9: the pre-trained small ViT (``vitbook.experiments.pretrain``) transferred to new
+shapes, swept over learning rates and moved to a higher resolution.
 
 Every function trains one configuration with one seed. Functions that start from the
-pre-trained model take it as their first argument (``vitbook.runs`` passes the cached one).
+pre-trained model take it as their first argument (``vitbook.runs`` passes the frozen one).
 The seed sets the new weights (a fresh head, a model from scratch), the data order and the
 augmentation; the data sets themselves are fixed (their own seeds below), so seeds repeat the
 same experiment with different randomness in training only.
@@ -18,48 +19,23 @@ import torch
 from vitbook.analysis import interpolate_pos_embed
 from vitbook.data.shapes import FINETUNE_CLASSES, PRETRAIN_CLASSES, make_shapes
 from vitbook.experiments._pin import deterministic
-from vitbook.model import VisionTransformer, ViTConfig
+from vitbook.experiments.pretrain import (  # noqa: F401  (the pre-training's, re-exported)
+    BATCH,
+    PRETRAIN_TEST_SEED,
+    PRETRAIN_TRAIN_SEED,
+    SHAPES_CFG,
+    hflip,
+    pretrain,
+)
+from vitbook.model import VisionTransformer
 from vitbook.train import SmallCNN, accuracy, cnn_width_for, fit
 
-# The small ViT of Chapters 9 and 10: 32x32 RGB, 4x4 patches (an 8x8 grid, 64 tokens + CLS).
-SHAPES_CFG = ViTConfig(
-    image_size=32, patch_size=4, in_chans=3, dim=64, depth=4, heads=4,
-    num_classes=len(PRETRAIN_CLASSES),
-)  # fmt: skip
-
-# Seeds of the synthetic data sets: each split has its own, so none overlaps another.
-PRETRAIN_TRAIN_SEED, PRETRAIN_TEST_SEED = 1, 2
+# Seeds of the synthetic data sets: each split has its own, so none overlaps another (the
+# pre-training's are 1 and 2, in vitbook.experiments.pretrain).
 FINETUNE_TRAIN_SEED, FINETUNE_TEST_SEED = 3, 4
 HIRES_TRAIN_SEED, HIRES_TEST_SEED = 5, 6
 FINETUNE_TEST = 400  # test images of the four-shape task
 TRANSFER_STEPS = 100  # optimiser steps of every transfer run, whatever the data size
-BATCH = 64
-
-
-def hflip(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Augmentation: mirror a random half of the batch left to right."""
-    flip = torch.rand(len(x), generator=gen) < 0.5
-    x = x.clone()
-    x[flip] = x[flip].flip(-1)
-    return x
-
-
-# --8<-- [start:pretrain-run]
-def pretrain(n_train: int = 6000, epochs: int = 10, seed: int = 0) -> dict:
-    """Pre-train the small ViT on the six-shape task (AdamW, warm-up + cosine, clipping)."""
-    train = make_shapes(n_train, classes=PRETRAIN_CLASSES, seed=PRETRAIN_TRAIN_SEED).tensors()
-    test = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=PRETRAIN_TEST_SEED).tensors()
-    torch.manual_seed(seed)
-    model = VisionTransformer(cfg=SHAPES_CFG)
-    with deterministic():
-        hist = fit(
-            model, train, test,
-            epochs=epochs, batch_size=BATCH, lr=1e-3, optimizer="adamw", weight_decay=0.05,
-            schedule="cosine", warmup_epochs=1, clip_norm=1.0, augment=hflip, seed=seed,
-            desc="pre-train",
-        )  # fmt: skip
-    return {"model": model, "cfg": SHAPES_CFG, "history": hist, "n_train": n_train}
-    # --8<-- [end:pretrain-run]
 
 
 def new_head(model: VisionTransformer, num_classes: int) -> VisionTransformer:

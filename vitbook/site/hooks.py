@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from vitbook.site import fonts, math
 from vitbook.site import macros as book
-from vitbook.site import math
 
 MATHJAX = Path("node_modules/mathjax/es5")
 
@@ -103,3 +103,4 @@ def on_post_build(config: Any) -> None:
     # the fonts, and the TeX extensions MathJax loads on demand (\boldsymbol, \cancel, ...)
     for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions"):
         shutil.copytree(mathjax / sub, out / sub, dirs_exist_ok=True)
+    fonts.install(site, cache=project / ".cache" / "vitbook" / "fonts")
