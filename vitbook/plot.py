@@ -71,6 +71,14 @@ def is_phone(v: Any) -> bool:
     return bool(getattr(v, "phone", False))
 
 
+def sequence(v: Any, n: int) -> list[Any]:
+    """``n`` colours in order (viridis), the end that would vanish on the page's background
+    left out: for lines that stand for an ordered quantity (learning rates, depths)."""
+    lo, hi = (0.3, 1.0) if colors(v)["bg"] != "#ffffff" else (0.0, 0.85)
+    cmap = plt.get_cmap("viridis")
+    return [cmap(lo + (hi - lo) * i / max(1, n - 1)) for i in range(n)]
+
+
 def pick(v: Any, desktop: Any, phone: Any) -> Any:
     """``phone`` for a phone variant, ``desktop`` otherwise: ``pick(v, "learning rate", "lr")``."""
     return phone if is_phone(v) else desktop

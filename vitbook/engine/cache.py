@@ -323,6 +323,7 @@ class Run:
         record to store and its tensor file's bytes."""
         if _portable.IN_CHILD:
             raise RuntimeError(f"{self.name}: a portable run cannot train other runs inside it")
+        base = self.base_key(arguments)
         start = time.perf_counter()
         with frozen.tracing() as consumed:
             inputs = {n: g() for n, g in self.given.items()}
@@ -335,7 +336,10 @@ class Run:
         enc = frozen.Encoder()
         result = enc(value)
         blob = frozen.tensor_bytes(enc.tensors)
-        base = self.base_key(arguments)
+        if self.base_key(arguments) != base:
+            raise RuntimeError(
+                f"{self.name}: a source file it depends on changed while it trained; train again"
+            )
         record = {
             "format": frozen.FORMAT,
             "run": self.name,

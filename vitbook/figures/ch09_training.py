@@ -17,9 +17,10 @@ from vitbook.experiments import shapes, stats
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
 DIGITS_EPOCHS = 300  # the lab's EPOCHS: the same recipe, the same length
-SEEDS = stats.seeds(3)
-SIZES = (100, 400, 1600)  # training images of the four-shape task
-LRS = (1e-4, 1e-3, 1e-2, 1e-1)
+SEEDS = stats.seeds(5)  # every comparison drawn from training: five seeds at least
+SEEDS10 = stats.seeds(10)  # where a run can fail (diverge, or collapse to chance): ten
+SIZES = shapes.TRANSFER_SIZES  # training images of the four-shape task
+LRS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained, fine-tuned)"}
 RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay",
            "clip": "+ clipping", "all": "all three"}  # fmt: skip
@@ -169,9 +170,9 @@ def _(d, v):
 
 @figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True, phone_size=4.4)
 def transfer(rec):
-    """Test accuracy on the four new shapes against training-set size, every run the same
-    number of optimiser steps: small CNN, ViT from scratch, and the pre-trained ViT fine-tuned
-    head only or fully; one point per seed, the line through the means."""
+    """Test accuracy on the four new shapes against training-set size: small CNN, ViT from
+    scratch, and the pre-trained ViT fine-tuned head only or fully; each run read at its best
+    validation checkpoint; one point per seed, the line through the means."""
     r = {k: [[runs.transfer_run(n_train=n, arm=k, seed=s) for s in SEEDS] for n in SIZES]
          for k in NAMES}  # fmt: skip
     acc = {k: [[x["acc"] for x in row] for row in r[k]] for k in NAMES}  # (sizes, seeds)
@@ -183,13 +184,24 @@ def transfer(rec):
         rec.fact(f"full_vs_scratch_{n}", stats.verdict(acc["vit_full"][i], acc["vit_scratch"][i]))
         rec.fact(f"full_vs_cnn_{n}", stats.verdict(acc["vit_full"][i], acc["cnn"][i]))
         rec.fact(f"full_vs_head_{n}", stats.verdict(acc["vit_full"][i], acc["vit_head"][i]))
+    # does more data help the ViT trained from scratch? smallest against largest set
+    rec.fact("scratch_large_vs_small", stats.verdict(acc["vit_scratch"][-1], acc["vit_scratch"][0]))
+    rec.fact("cnn_large_vs_small", stats.verdict(acc["cnn"][-1], acc["cnn"][0]))
+    gain = np.mean(acc["vit_scratch"][-1]) - np.mean(acc["vit_scratch"][0])
+    tol = 100 * stats.tolerance(acc["vit_scratch"][-1])
+    rec.fact("scratch_gain", 100 * gain, "{:.0f}", tol=tol)
     chance = 1 / len(FINETUNE_CLASSES)
-    rec.fact("scratch_max", max(max(row) for row in acc["vit_scratch"]), "{:.1%}",
-             tol=stats.tolerance(acc["vit_scratch"][-1]))  # fmt: skip
-    rec.fact("transfer_steps", shapes.TRANSFER_STEPS)
-    rec.fact("transfer_epochs_small", r["cnn"][0][0]["epochs"])
-    rec.fact("transfer_epochs_large", r["cnn"][-1][0]["epochs"])
+    for k in NAMES:
+        rec.fact(f"steps_{k}_small", shapes.transfer_steps(k, SIZES[0]), "{:,}")
+        rec.fact(f"steps_{k}_large", shapes.transfer_steps(k, SIZES[-1]), "{:,}")
+    # a budget that decides nothing: where in its budget did each run peak?
+    late = {k: [[x["best_step"] > 0.8 * x["steps"] for x in row] for row in r[k]] for k in NAMES}
+    rec.fact("late_peaks", sum(v for k in NAMES for row in late[k] for v in row), tol=2)
+    rec.fact("transfer_runs", len(NAMES) * len(SIZES) * len(SEEDS))
+    rec.fact("late_scratch_large", sum(late["vit_scratch"][-1]), tol=1)
     rec.fact("transfer_seeds", len(SEEDS))
+    rec.fact("eval_steps", shapes.EVAL_STEPS)
+    rec.fact("fine_val", shapes.FINETUNE_VAL)
     secs = sum(x["seconds"] for k in NAMES for row in r[k] for x in row)
     rec.fact("transfer_seconds", secs, "{:.0f}", measured=True)
     rec.fact("cnn_params", r["cnn"][0][0]["params"], "{:,}")
@@ -200,7 +212,8 @@ def transfer(rec):
     rec.fact("size_large", SIZES[-1], "{}")
     rec.fact("chance_fine", chance, "{:.0%}")
     rec.fact("fine_test", shapes.FINETUNE_TEST)
-    return {"sizes": list(SIZES), "acc": acc}
+    curves = {k: [[(x["val_steps"], x["val_acc"]) for x in row] for row in r[k]] for k in NAMES}
+    return {"sizes": list(SIZES), "acc": acc, "curves": curves}
 
 
 @transfer.draw
@@ -214,9 +227,8 @@ def _(d, v):
         for i in range(a.shape[1]):
             ax.plot(shift, a[:, i], "o", color=c[COLOURS[k]], ms=3.5, alpha=0.7, mfc="none")
         ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2, label=name)
-    ax.legend(loc="center right", fontsize=8)  # the empty band between the arms
+    ax.legend(loc="lower right", fontsize=8)
     ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    # below the dashed line, where no arm runs
     ax.text(sizes[0] * 0.82, 100 / len(FINETUNE_CLASSES) - 1.5, "chance", color=c["muted"],
             fontsize=8, va="top")  # fmt: skip
     ax.set_xscale("log")
@@ -226,11 +238,40 @@ def _(d, v):
     ax.set_xlim(sizes[0] * 0.8, sizes[-1] * 1.25)
     xlabel = plot.pick(
         v,
-        "training images of the new task (log scale); same steps for every run",
-        "training images of the new task (log scale);\nsame steps for every run",
+        "training images of the new task (log scale); each run at its best checkpoint",
+        "training images (log scale);\neach run at its best checkpoint",
     )
     ax.set(xlabel=xlabel, ylabel="test accuracy (%)", ylim=(0, 102))
     ax.grid(axis="y")
+    return fig
+
+
+@figure(chapter=9, id="transfer-curves", size=(7.2, 2.8), trained=True, phone_size=7.4)
+def transfer_curves(rec):
+    """Validation accuracy against optimiser steps for every arm and data size: the budgets
+    behind the previous figure, every seed."""
+    r = {k: [[runs.transfer_run(n_train=n, arm=k, seed=s) for s in SEEDS] for n in SIZES]
+         for k in NAMES}  # fmt: skip
+    return {"sizes": list(SIZES),
+            "curves": {k: [[(x["val_steps"], x["val_acc"]) for x in row] for row in r[k]]
+                       for k in NAMES}}  # fmt: skip
+
+
+@transfer_curves.draw
+def _(d, v):
+    c = plot.colors(v)
+    fig, axes = plot.subplots(v, 1, len(d["sizes"]), phone_cols=1, sharey=True)
+    for ax, i, n in zip(axes, range(len(d["sizes"])), d["sizes"], strict=True):
+        for k, name in NAMES.items():
+            for steps, val in d["curves"][k][i]:
+                ax.plot(steps, 100 * np.array(val), color=c[COLOURS[k]], lw=0.7, alpha=0.6)
+            steps = d["curves"][k][i][0][0]
+            mean = 100 * np.mean([val for _, val in d["curves"][k][i]], axis=0)
+            ax.plot(steps, mean, color=c[COLOURS[k]], lw=1.8, label=name if i == 0 else None)
+        ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+        ax.set(title=f"{n} images", xlabel="optimiser steps", ylim=(0, 102))
+    axes[0].set_ylabel("validation accuracy (%)")
+    axes[0].legend(loc="lower right", fontsize=7)
     return fig
 
 
@@ -242,20 +283,23 @@ def _log_x(ax, ticks) -> None:
     ax.set_xticklabels([f"{t:g}" for t in ticks])
 
 
-@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True, phone_size=6.6)
+@figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True, phone_size=9.6)
 def lr_sweep(rec):
     """Left: final test accuracy against a constant Adam learning rate for the small CNN
     trained from scratch and the pre-trained ViT fine-tuned. Right: the fine-tuned ViT at
     0.01 with warm-up, cosine decay and clipping added one at a time, and all three."""
     sweep = {m: {lr: [runs.lr_run(model=m, lr=lr, seed=s) for s in SEEDS] for lr in LRS}
              for m in SWEEP_MODELS}  # fmt: skip
+    rec.fact("sweep_seeds", len(SEEDS))
+    rec.fact("recipe_seeds", len(SEEDS10))
     final = {m: {lr: [x["final"] for x in sweep[m][lr]] for lr in LRS} for m in SWEEP_MODELS}
     best_lr = {}  # the constant rate with the best mean, per model
     for m in SWEEP_MODELS:
         for i, lr in enumerate(LRS):
             stats.record(rec, f"lr_{m}_{i}", final[m][lr])
             rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]), tol=1)
-        means = [np.mean(final[m][lr]) for lr in LRS]
+        # the best rate is chosen on the validation set; the test set only scores it
+        means = [np.mean([x["val_final"] for x in sweep[m][lr]]) for lr in LRS]
         best = int(np.argmax(means))
         best_lr[m] = LRS[best]
         rec.fact(f"lr_{m}_best", f"{LRS[best]:g}")
@@ -266,8 +310,18 @@ def lr_sweep(rec):
         rec.fact(f"lr_{m}_n_good", len(good))
     for i, lr in enumerate(LRS):
         rec.fact(f"lr{i}", f"{lr:g}")
-    recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS]
+    recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS10]
                for k in RECIPES}  # fmt: skip
+    for k in RECIPES:
+        rec.fact(f"recipe_{k}_collapsed", sum(x["final"] < 0.4 for x in recipes[k]), tol=1)
+    # layer-wise learning-rate decay at the best constant rate, against the plain recipe there
+    best = best_lr["vit_full"]
+    layered = [runs.lr_run(model="vit_full", lr=best, seed=s, recipe="layers")["final"]
+               for s in SEEDS]  # fmt: skip
+    stats.record(rec, "layers_acc", layered)
+    rec.fact("layers_vs_plain", stats.verdict(layered, final["vit_full"][best]))
+    rec.fact("layer_decay", shapes.LAYER_DECAY, "{:g}")
+    rec.fact("layer_decay_first", shapes.LAYER_DECAY**4, "{:.2f}")
     racc = {k: [x["final"] for x in v] for k, v in recipes.items()}
     for k in RECIPES:
         stats.record(rec, f"recipe_{k}", racc[k])
@@ -284,13 +338,14 @@ def lr_sweep(rec):
     secs = sum(x["seconds"] for m in sweep.values() for v in m.values() for x in v)
     secs += sum(x["seconds"] for v in recipes.values() for x in v)
     rec.fact("sweep_seconds", secs, "{:.0f}", measured=True)
-    return {"final": final, "recipes": racc}
+    curves = {lr: [x["val"] for x in sweep["vit_full"][lr]] for lr in LRS}
+    return {"final": final, "recipes": racc, "curves": curves}
 
 
 @lr_sweep.draw
 def _(d, v):
     c = plot.colors(v)
-    fig, (a1, a2) = plot.subplots(v, 1, 2, width_ratios=[1.2, 1], phone_cols=1)
+    fig, (a1, a3, a2) = plot.subplots(v, 1, 3, width_ratios=[1.2, 1, 1], phone_cols=1)
     cols = {"cnn": c["purple"], "vit_full": c["green"]}
     for j, (m, name) in enumerate(SWEEP_MODELS.items()):
         per = 100 * np.array([d["final"][m][lr] for lr in LRS])  # (lrs, seeds)
@@ -300,16 +355,24 @@ def _(d, v):
         a1.plot(x, per.mean(1), color=cols[m], lw=2, label=name)
     _log_x(a1, LRS)
     a1.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    a1.legend(loc="lower left", fontsize=8)
-    a1.set(xlabel="Adam learning rate (constant; log scale)", ylabel="test accuracy (%)",
+    a1.legend(loc="lower left", fontsize=7)
+    a1.set(xlabel="Adam learning rate (constant; log)", ylabel="test accuracy (%)",
            ylim=(0, 102), title="Sweep (circles: seeds)")  # fmt: skip
+    shades = plot.sequence(v, len(LRS))
+    for lr, col in zip(LRS, shades, strict=True):
+        curves = 100 * np.array(d["curves"][lr])  # (seeds, epochs)
+        ep = np.arange(1, curves.shape[1] + 1)
+        a3.plot(ep, curves.mean(0), color=col, lw=1.8, label=f"{lr:g}")
+    a3.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+    a3.legend(loc="lower right", fontsize=7, title="rate", title_fontsize=7)
+    a3.set(xlabel="epoch", ylim=(0, 102), title="Fine-tuned ViT, per epoch")
     for x, k in enumerate(RECIPES):
         vals = 100 * np.array(d["recipes"][k])
         a2.plot(np.full(len(vals), x), vals, "o", color=c["green"], ms=4, mfc="none")
         a2.plot([x - 0.25, x + 0.25], [vals.mean()] * 2, color=c["green"], lw=2)
     a2.set_xticks(range(len(RECIPES)), list(RECIPES.values()), rotation=30, ha="right",
                   fontsize=8)  # fmt: skip
-    a2.set(ylabel="test accuracy (%)", ylim=(0, 102), title=f"Fine-tuned ViT at {RECIPE_LR:g}")
+    a2.set(ylim=(0, 102), title=f"Fine-tuned ViT at {RECIPE_LR:g}")
     return fig
 
 
