@@ -286,6 +286,19 @@ def test_a_clean_clone_builds_every_item_from_frozen_runs_and_trains_nothing(boo
 
 
 @builds
+def test_a_whole_build_removes_the_frozen_runs_nothing_reads_any_more(book: Path) -> None:
+    runs_book(book)
+    run(book, "figures")
+    chapter = book / "vitbook/figures/ch96_other.py"
+    chapter.write_text(CHAPTERS["ch96_other.py"].replace("other()", "other(seed=3)"))
+    run(book, "figures", "--chapter", "96")  # one chapter: nothing is removed yet
+    assert (book / "frozen/vitbook.exp_b.run/seed=0.json").exists()
+    run(book, "figures")
+    assert sorted(p.name for p in (book / "frozen/vitbook.exp_b.run").iterdir()) == ["seed=3.json"]
+    assert (book / "frozen/vitbook.exp_a.run/seed=0.json").exists()  # read by a run, kept
+
+
+@builds
 def test_verify_runs_retrains_and_finds_the_same_bits(book: Path) -> None:
     runs_book(book)
     run(book, "figures")
@@ -301,7 +314,7 @@ def test_verify_runs_retrains_and_finds_the_same_bits(book: Path) -> None:
 
 
 def test_shards_cover_every_run_once_and_stay_within_the_budget() -> None:
-    from vitbook.engine.verify import plan_shards
+    from vitbook.engine.verify import plan_shards, split_shards
 
     records = [
         {"run": f"r{i}", "args": {"seed": i}, "seconds": s}
@@ -309,6 +322,7 @@ def test_shards_cover_every_run_once_and_stay_within_the_budget() -> None:
     ]
     shards = plan_shards(records, budget=50, jobs=2)
     assert len(shards) == 4  # 400 s in shards of 2 x 50 s
+    assert len(split_shards(records, 3)) == 3
     flat = [r["run"] for shard in shards for r in shard]
     assert sorted(flat) == sorted(r["run"] for r in records)  # each run exactly once
     loads = [sum(r["seconds"] for r in shard) for shard in shards]

@@ -459,6 +459,7 @@ def write_outputs(
             for path in outdir.glob("ch*/*.*"):
                 if path.relative_to(outdir).as_posix() not in keep:
                     path.unlink()
+            cache.prune_frozen([c for e in manifest.values() for c in e.get("consumed", [])])
         facts: dict[str, dict[str, Any]] = {}
         for key, entry in sorted(manifest.items()):
             chapter = key.split("/")[0]

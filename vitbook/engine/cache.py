@@ -454,3 +454,28 @@ def cached(
         return Run(f, portable=portable, given=dict(given or {}), declared_in=declared_in)
 
     return wrap if fn is None else wrap(fn)
+
+
+def prune_frozen(consumed: list[dict[str, Any]]) -> list[Path]:
+    """Delete the frozen records that no computation reaches from ``consumed`` (what the
+    items of a whole-book build recorded), directly or through the runs those consumed: runs
+    left behind by changed arguments. Returns the files deleted."""
+    keep: set[Path] = set()
+    todo = list(consumed)
+    while todo:
+        entry = todo.pop()
+        path, tensors = frozen.record_paths(entry["run"], frozen.decode(entry["args"], {}, {}))
+        if path in keep:
+            continue
+        keep.update((path, tensors))
+        record = frozen.read_record(path)
+        todo.extend(record.get("consumed", []) if record else [])
+    removed = []
+    for path in sorted(frozen.frozen_dir().glob("*/*")):
+        if path.suffix in (".json", ".safetensors") and path not in keep:
+            path.unlink()
+            removed.append(path)
+    for folder in frozen.frozen_dir().glob("*/"):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+    return removed

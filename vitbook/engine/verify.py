@@ -293,16 +293,19 @@ def siblings_of(record: dict[str, Any], records: list[dict[str, Any]]) -> list[d
 
 
 def plan_shards(records: list[dict[str, Any]], budget: float, jobs: int) -> list[list[dict]]:
-    """Split frozen runs into shards of about ``budget`` seconds on each of ``jobs`` workers, by
-    the seconds each took when frozen: the longest first, each to the lightest shard. The plan
-    changes only when a run is frozen again (its seconds are those of its frozen record)."""
+    """Split frozen runs into as many shards as it takes for each to hold about ``budget``
+    seconds for each of ``jobs`` workers (see :func:`split_shards`)."""
     import math
 
-    if not records:
-        return []
+    total = sum(r.get("seconds", 0.0) for r in records)
+    return split_shards(records, max(1, math.ceil(total / (budget * jobs))))
+
+
+def split_shards(records: list[dict[str, Any]], n: int) -> list[list[dict]]:
+    """Split frozen runs into ``n`` shards by the seconds each took when frozen: the longest
+    first, each to the lightest shard. The plan changes only when a run is frozen again (its
+    seconds are those of its frozen record)."""
     costs = sorted(records, key=lambda r: (-r.get("seconds", 0.0), r["run"], _slug(r)))
-    total = sum(r.get("seconds", 0.0) for r in costs)
-    n = max(1, math.ceil(total / (budget * jobs)))
     shards: list[list[dict]] = [[] for _ in range(n)]
     loads = [0.0] * n
     for r in costs:
