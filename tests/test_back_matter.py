@@ -224,7 +224,8 @@ def test_listing_lines_carry_their_indentation():
     html = (
         '<code><span id="__span-0-1"><a id="x" href="#x"></a><span class="k">def</span> f():\n'
         '</span><span id="__span-0-2"><a id="y" href="#y"></a>        <span class="k">return</span>'
-        '</span><span id="__span-0-3"><span class="w">    </span>x</span></code>'
+        '</span><span id="__span-0-3"><span class="w">    </span>x\n'
+        '</span><span id="__span-0-4"><span class="sd">    more of a docstring</span></code>'
     )
     out = code_line_indents(html)
     assert '<span id="__span-0-1" style="--vb-indent:0">' in out
@@ -232,5 +233,6 @@ def test_listing_lines_carry_their_indentation():
         '<span id="__span-0-2" style="--vb-indent:8"><a id="y" href="#y"></a>        <span' in out
     )
     assert '<span id="__span-0-3" style="--vb-indent:4"><span class="w">    </span>x' in out
+    assert '<span id="__span-0-4" style="--vb-indent:4"><span class="sd">    more' in out
     css = (DOCS / "stylesheets" / "book.css").read_text(encoding="utf-8")
     assert "var(--vb-indent, 0)" in css and "white-space: pre-wrap" in css

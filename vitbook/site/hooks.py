@@ -67,9 +67,10 @@ def webp_copies(png: Path) -> dict[str, bytes]:
 
 
 #: The start of one line of a highlighted listing (``line_spans: __span`` in mkdocs.yml), with
-#: its line-number anchor and the whitespace that indents it, bare or in a ``w`` span.
+#: its line-number anchor and the spaces that indent it: bare, in a whitespace span, or at the
+#: start of a token that holds them (a docstring's continuation lines).
 _CODE_LINE_RE = re.compile(
-    r'<span id="(__span-\d+-\d+)">((?:<a [^>]*></a>)?(?:<span class="w">)?)( *)'
+    r'<span id="(__span-\d+-\d+)">((?:<a [^>]*></a>)?(?:<span class="[^"]*">)?)( *)'
 )
 
 
