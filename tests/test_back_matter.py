@@ -126,6 +126,10 @@ def test_notation_tables_are_well_formed():
     for row in rows:
         cells = row.strip().strip("|").split(" | ")
         assert len(cells) in (3, 4, 5), row
+    # every row of a table has the table's number of cells (a | inside $...$ would split one)
+    for table in re.split(r"\n(?!\|)", text):
+        lines = [line for line in table.splitlines() if line.startswith("|")]
+        assert len({line.count("|") for line in lines}) <= 1, lines[:2]
     for symbol in (
         "$B$",
         "$N$",
