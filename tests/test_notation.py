@@ -244,3 +244,12 @@ def test_chapter_declares_every_symbol_it_uses(page: Path) -> None:
 
 def test_every_chapter_is_checked() -> None:
     assert [p.name[:2] for p in CHAPTERS] == [f"{n:02d}" for n in range(11)]
+
+
+@pytest.mark.parametrize("name", ["glossary.md", "index.md", "building.md"])
+def test_back_matter_math_uses_the_notation(name: str) -> None:
+    """The glossary and the other pages with formulas use the chapters' symbols only."""
+    used = page_symbols((DOCS / name).read_text(encoding="utf-8"))
+    assert not used - defined(), (
+        f"{name} uses symbols the notation page lacks: {sorted(used - defined())}"
+    )
