@@ -125,16 +125,23 @@ def test_notation_tables_are_well_formed():
     assert len(rows) >= 40
     for row in rows:
         cells = row.strip().strip("|").split(" | ")
-        assert len(cells) in (3, 4), row
+        assert len(cells) in (3, 4, 5), row
+    # every row of a table has the table's number of cells (a | inside $...$ would split one)
+    for table in re.split(r"\n(?!\|)", text):
+        lines = [line for line in table.splitlines() if line.startswith("|")]
+        assert len({line.count("|") for line in lines}) <= 1, lines[:2]
     for symbol in (
         "$B$",
         "$N$",
         "$D$",
         "$D_h$",
+        "$k$",
         r"$\mathbf{E}_\text{pos}$",
-        r"$\mathbf{A}$",
-        r"$\mathbf{z}_0$",
-        r"$\mathbf{Q}, \mathbf{K}, \mathbf{V}$",
+        "$A$",
+        "$S$",
+        r"$\mathbf{z}$",
+        r"$\mathbf{Q}$, $\mathbf{K}$, $\mathbf{V}$",
+        r"$\mathbf{q}$, $\mathbf{k}$, $\mathbf{v}$",
     ):
         assert f"| {symbol} |" in text, symbol
 
@@ -211,3 +218,25 @@ def test_post_build_writes_a_valid_ipynb_for_each_notebook(tmp_path):
         nbformat.validate(nb)
         assert nb.cells[0].source.startswith("# ")  # the title cell comes first
         assert sum(c.cell_type == "code" for c in nb.cells) >= 8
+
+
+def test_listing_lines_carry_their_indentation():
+    """vitbook.site.hooks marks each listing line with its indentation, which the wrapping
+    rule of docs/stylesheets/book.css hangs the line's continuation from."""
+    from vitbook.site.hooks import code_line_indents
+
+    html = (
+        '<code><span id="__span-0-1"><a id="x" href="#x"></a><span class="k">def</span> f():\n'
+        '</span><span id="__span-0-2"><a id="y" href="#y"></a>        <span class="k">return</span>'
+        '</span><span id="__span-0-3"><span class="w">    </span>x\n'
+        '</span><span id="__span-0-4"><span class="sd">    more of a docstring</span></code>'
+    )
+    out = code_line_indents(html)
+    assert '<span id="__span-0-1" style="--vb-indent:0">' in out
+    assert (
+        '<span id="__span-0-2" style="--vb-indent:8"><a id="y" href="#y"></a>        <span' in out
+    )
+    assert '<span id="__span-0-3" style="--vb-indent:4"><span class="w">    </span>x' in out
+    assert '<span id="__span-0-4" style="--vb-indent:4"><span class="sd">    more' in out
+    css = (DOCS / "stylesheets" / "book.css").read_text(encoding="utf-8")
+    assert "var(--vb-indent, 0)" in css and "white-space: pre-wrap" in css

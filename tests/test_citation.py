@@ -191,11 +191,46 @@ def test_known_citation_links_to_references(env):
     assert "Dosovitskiy et al., 2021" in html
 
 
+def test_narrative_citation_names_the_authors_once(env):
+    html = env.macros["citet"]("xiong2020")
+    assert html.count('class="vb-cite"') == 1 and 'href="../references/#xiong2020"' in html
+    assert ">Xiong et al. (2020)</a>" in html
+    with pytest.raises(BookError, match="unknown citation 'nobody1999'"):
+        env.macros["citet"]("nobody1999")
+
+
+def test_max_diff_says_exactly_zero_or_at_most(env):
+    """The page macro for a largest difference (it lives with the citation macros)."""
+    assert env.macros["max_diff"](book.Fact("d", 0.0, "0e+00")) == "exactly 0"
+    assert env.macros["max_diff"](book.Fact("d", 7.6e-8, "7.6e-08")) == "at most 7.6e-08"
+    with pytest.raises(BookError, match="takes a fact"):
+        env.macros["max_diff"](0.0)
+
+
+def test_no_page_names_the_authors_right_before_citing_them():
+    """Writing "Xiong et al. {{ cite("xiong2020") }}" prints "Xiong et al. (Xiong et al.,
+    2020)": such a sentence uses ``citet``, which prints "Xiong et al. (2020)"."""
+    from vitbook.site.macros import short_authors
+
+    bib = book.bibliography(str(DOCS / "references.bib"))
+    doubled = []
+    pages = [*DOCS.glob("*.md"), *DOCS.glob("*.py"), *DOCS.glob("notebooks/*.py")]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"\{\{\s*cite\(([^)]*)\)", text):
+            before = " ".join(text[max(0, m.start() - 80) : m.start()].split())[-40:]
+            for key in re.findall(r"[\"']([^\"']+)[\"']", m.group(1)):
+                first = short_authors(bib[key]).split(" ")[0]
+                if first in before:
+                    doubled.append(f"{page.name}: ...{before}{{{{ cite({key!r}) }}}}")
+    assert not doubled, doubled
+
+
 def test_every_citation_in_the_book_resolves():
     bib = book.bibliography(str(DOCS / "references.bib"))
     used = set()
     for page in DOCS.glob("*.md"):
-        for args in re.findall(r"cite\(([^)]*)\)", page.read_text(encoding="utf-8")):
+        for args in re.findall(r"cite[t]?\(([^)]*)\)", page.read_text(encoding="utf-8")):
             used |= set(re.findall(r"[\"']([^\"']+)[\"']", args))
     assert used, "no citations found: the pattern is wrong"
     assert sorted(used - set(bib)) == []

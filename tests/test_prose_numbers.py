@@ -241,3 +241,25 @@ def test_window_sizes_quoted_are_the_ones_the_window_facts_use():
     pairs = ch10_solutions.attention_pairs
     ratio = pairs(big, 4, None) / pairs(big, 4, 7)
     assert _recorded("ch10", "win_ratio_896") == pytest.approx(ratio)
+
+
+BOUND_BEFORE = re.compile(
+    r"(at most|within|agree to|drops to|differ by|changes? by|largest (difference|change)( is)?)"
+    r"\s*\(?$"
+)
+
+
+def test_no_exact_zero_is_printed_as_a_bound() -> None:
+    """Printing "differ by at most 0" says less than the computation showed: a largest difference of
+    exactly zero goes through ``max_diff``, which prints "exactly 0"."""
+    facts = json.loads(FACTS.read_text(encoding="utf-8"))
+    bad = []
+    for page in sorted(DOCS.glob("**/*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"\{\{\s*(ch\d\d)\.(\w+)\s*\}\}", text):
+            value = facts.get(m.group(1), {}).get(m.group(2), {}).get("value")
+            if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+                before = " ".join(text[max(0, m.start() - 60) : m.start()].split())
+                if BOUND_BEFORE.search(before):
+                    bad.append(f"{page.name}: ...{before[-40:]} {m.group(0)}")
+    assert not bad, bad

@@ -17,6 +17,7 @@ def questions(path: Path) -> list[tuple[str, list[tuple[str, str]], str]]:
     """(title, [(mark, text)], explanation) for each question of the chapter's quiz."""
     text = path.read_text(encoding="utf-8")
     section = text.split("## Check yourself", 1)[1].split("\n## ", 1)[0]
+    section = re.sub(r"\{#.*?#\}", "", section, flags=re.S)  # grading notes (test_quiz_typed)
     out = []
     for block in re.split(r"^(?=\?\?\? question)", section, flags=re.M)[1:]:
         head, *body = block.rstrip().split("\n")
@@ -57,3 +58,17 @@ def test_the_options_come_before_the_explanation() -> None:
         for block in re.split(r"^(?=\?\?\? question)", section, flags=re.M)[1:]:
             lines = block.split("\n")
             assert OPTION.match(lines[1]), f"{path.name}: {lines[0]}: options must come first"
+
+
+def test_search_entries_drop_the_answer_markers() -> None:
+    """The search plugin indexes the Markdown's text, "[x] the right one" included; the
+    post-build cleaning (vitbook.site.math.clean_search_text) removes the markers, so a search
+    result does not give the answer away, and leaves other brackets alone."""
+    from vitbook.site.math import clean_search_text
+
+    text = "<ul><li>[ ] wrong</li><li>[x] right</li><li>[X] also</li></ul><p>[=] 577</p>"
+    clean = clean_search_text(text + " weights[x] and [ ] kept in code")
+    assert "[x]" not in clean.split("weights")[0] and "[ ]" not in clean.split("weights")[0]
+    assert "[=]" not in clean and "[X]" not in clean
+    assert "<li>right</li>" in clean and "<p>577</p>" in clean
+    assert "weights[x]" in clean

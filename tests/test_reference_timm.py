@@ -1,7 +1,8 @@
 """The book's ViT against the reference implementation, timm, through a fixture that timm made
 once (``tests/fixtures/make_timm_fixture.py``; the book does not depend on timm): the same
-weights give the same logits, the position table resamples as timm's does, and timm's
-mean-pooling layout is the one checkpoint kind the book does not load."""
+weights give the same logits (in float32, and in float64 to 1e-12), the position table
+resamples as timm's does, and timm's mean-pooling layout is the one checkpoint kind the book
+does not load."""
 
 from __future__ import annotations
 
@@ -25,7 +26,13 @@ CFG = ViTConfig(image_size=32, patch_size=8, dim=192, depth=2, heads=3, num_clas
 
 @pytest.fixture(scope="module")
 def outputs() -> dict[str, torch.Tensor]:
-    return {k: v.float() for k, v in load_file(str(OUTPUTS)).items()}
+    return {k: v if k.endswith("_f64") else v.float() for k, v in load_file(str(OUTPUTS)).items()}
+
+
+def _timm_weights(**overrides) -> VisionTransformer:
+    model = _model(**overrides)
+    load_pretrained(model, STATE, strict=True)
+    return model
 
 
 def _model(**overrides) -> VisionTransformer:
@@ -53,6 +60,33 @@ def test_timm_weights_load_strictly_and_give_timm_logits(outputs, fused: bool) -
     assert (logits - outputs["logits"]).abs().max().item() < 1e-5
     # the match is not an accident of tiny outputs: logits differ between the two images
     assert (outputs["logits"][0] - outputs["logits"][1]).abs().max().item() > 0.1
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_float64_logits_equal_timms_to_rounding(outputs, fused: bool) -> None:
+    """In float64 (timm's float64 logits of the same weights are in the fixture) the two
+    implementations agree to 1e-12: float32 rounding, about 1e-6 here, hides nothing. The
+    float32 check above cannot see a final LayerNorm with eps 1e-5 instead of 1e-6 (it moves
+    the logits by about 5e-6); this one fails on it, as the next test shows."""
+    model = _timm_weights(fused_attn=fused).double()
+    with torch.no_grad():
+        logits = model(outputs["images"].double())
+    assert logits.dtype == outputs["logits_f64"].dtype == torch.float64
+    assert (logits - outputs["logits_f64"]).abs().max().item() < 1e-12
+
+
+@pytest.mark.parametrize(
+    ("module", "eps"), [("norm", 1e-5), ("norm", 1.001e-6), ("blocks.0.norm1", 1e-5)]
+)
+def test_float64_comparison_sees_a_wrong_layernorm_eps(outputs, module: str, eps: float) -> None:
+    """The float64 comparison can fail: a LayerNorm eps of 1e-5 (PyTorch's default) instead
+    of ViT's 1e-6, even in the final norm alone, or off by a tenth of a percent, moves the
+    logits far beyond its 1e-12."""
+    model = _timm_weights().double()
+    model.get_submodule(module).eps = eps
+    with torch.no_grad():
+        logits = model(outputs["images"].double())
+    assert (logits - outputs["logits_f64"]).abs().max().item() > 1e-11
 
 
 def test_a_fresh_model_does_not_give_timm_logits(outputs) -> None:

@@ -121,12 +121,29 @@ def test_clipping_bounds_the_gradient():
 
 
 def test_divergence_is_detected():
+    """A loss that turns NaN stops the run in that epoch, before any step on it."""
     x, y = _data()
-    h = fit(_model(), (x * 1e30, y), _data(24, 1), epochs=3, lr=1e6, optimizer="adam",
+    model = _model()
+    h = fit(model, (x * 1e30, y), _data(24, 1), epochs=3, lr=1e6, optimizer="adam",
             progress=False)  # fmt: skip
     assert h.diverged
+    # the first loss is already NaN (LayerNorm's variance overflows): one epoch, not three
+    assert h.epochs == len(h.test_acc) == 1
     assert math.isnan(h.train_loss[-1])
-    assert h.epochs < 3 or math.isnan(h.train_loss[-1])
+    # and no step was taken on it: the weights are still the initial ones, not NaN
+    start = _model().state_dict()
+    assert all(torch.equal(v, start[k]) for k, v in model.state_dict().items())
+
+
+def test_divergence_later_in_a_run_stops_it():
+    """With sane inputs and an absurd rate the loss explodes after a few steps; the run ends
+    at the epoch where it turned NaN instead of training on for all five."""
+    model = _model()
+    h = fit(model, _data(), _data(24, 1), epochs=5, lr=1e6, optimizer="adam", progress=False)
+    assert h.diverged
+    assert 1 < h.epochs < 5
+    assert all(math.isfinite(v) for v in h.train_loss[:-1]) and math.isnan(h.train_loss[-1])
+    assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
 @pytest.mark.slow

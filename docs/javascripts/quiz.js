@@ -11,6 +11,8 @@
 // Without JavaScript (and in print) the block reads as before, with the answer marked.
 // With it, the block opens on the options, the reader answers, and the feedback and the
 // explanation appear; answers are kept in localStorage per page, and a button resets them.
+// A typed answer is graded by typedRight (below); an empty box, or one that holds no number
+// or several, is not graded: the reader is asked for one number and nothing is revealed.
 const MARK = /^\s*\[( |x|X|=)\]\s*/;
 const KEY = "vitbook.quiz.v1:";
 
@@ -50,13 +52,70 @@ export function parseOptions(details) {
   };
 }
 
-/** A typed number is right within the tolerance written after "±", else within 1%. */
+// A typed answer is one number, written as a reader writes it: digits with or without
+// thousands separators ("151,296", "151 296"), a decimal point, an exponent ("1.5e3",
+// "1.5 × 10^3"), a unit or words around it ("577 tokens", "64 times", "about 8"). Only an "e"
+// written straight after the digits and followed by digits is an exponent, so the "e" of
+// "tokens" or "times" is not.
+const SUPERSCRIPT = { "⁰": "0", "¹": "1", "²": "2", "³": "3", "⁴": "4", "⁵": "5", "⁶": "6", "⁷": "7", "⁸": "8", "⁹": "9", "⁻": "-", "⁺": "+" };
+const NUMBER = new RegExp(
+  String.raw`(?<![\d.])([-+−]?)` + // a sign, not inside another number
+    String.raw`(\d{1,3}(?:[,\u00a0\u2009\u202f' ]\d{3})+(?!\d)|\d+)?` + // integer part, grouped or not
+    String.raw`(\.\d+)?` + // fraction
+    String.raw`(?:[eE]([-+−]?\d+)|\s*[×x*·]\s*10\s*(?:\^\s*\(?([-+−]?\d+)\)?|([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)))?` + // exponent
+    String.raw`(?![\d.]\d)`,
+  "gu",
+);
+
+/**
+ * Read a typed answer. Returns {value} for one number, {empty: true} for nothing typed, and
+ * {count} (0, or 2 and more) when there is no number or more than one to grade.
+ */
+export function parseAnswer(answer) {
+  const text = String(answer ?? "").trim();
+  if (!text) return { empty: true };
+  const found = [];
+  for (const m of text.matchAll(NUMBER)) {
+    const [, sign, int, frac, exp, exp10, sup] = m;
+    if (!int && !frac) continue;
+    const digits = (int || "0").replace(/[^\d]/g, "") + (frac || "");
+    let power = exp ?? exp10 ?? (sup ? [...sup].map((ch) => SUPERSCRIPT[ch]).join("") : "0");
+    power = power.replace("−", "-");
+    const value = Number(`${sign === "-" || sign === "−" ? "-" : ""}${digits}e${power}`);
+    if (Number.isFinite(value)) found.push(value);
+  }
+  if (found.length !== 1) return { count: found.length };
+  return { value: found[0] };
+}
+
+/**
+ * The grading rule of a typed question, read from its [=] item: the answer, then, after "±",
+ * the tolerance, absolute ("0.52 ± 0.01") or relative ("3.2 ± 5%"). Without "±" the answer
+ * must be exact: every typed question of the book that counts something (tokens, parameters,
+ * layers) is graded exactly, since the traps it teaches are a few parts in a thousand off.
+ */
+export function parseSpec(spec) {
+  const [valueText, tolText] = String(spec).split("±");
+  const value = parseAnswer(valueText).value;
+  if (value === undefined) throw new Error(`quiz: the answer "${spec}" is not one number`);
+  if (tolText === undefined) return { value, tol: 0 };
+  const tol = parseAnswer(tolText.replace("%", "")).value;
+  if (tol === undefined || tol < 0) throw new Error(`quiz: the tolerance in "${spec}" is not a number`);
+  return { value, tol: tolText.includes("%") ? (Math.abs(value) * tol) / 100 : tol };
+}
+
+/**
+ * Grade a typed answer against its spec: true (right), false (wrong), or null when there is
+ * nothing to grade yet (an empty box, no number, or several numbers).
+ */
 export function typedRight(answer, spec) {
-  const [value, tol] = spec.split("±").map((s) => Number(s.replace(/[^0-9.eE+-]/g, "")));
-  const x = Number(String(answer).replace(/[^0-9.eE+-]/g, ""));
-  if (!Number.isFinite(x) || String(answer).trim() === "") return false;
-  const t = Number.isFinite(tol) && spec.includes("±") ? tol : Math.abs(value) / 100;
-  return Math.abs(x - value) <= t;
+  const got = parseAnswer(answer);
+  if (got.value === undefined) return null;
+  const { value, tol } = parseSpec(spec);
+  // "exact" is equal as decimals: 1.5e3 and 1,500 are both 1500. The slack of a part in a
+  // billion covers the last bit of a float (0.51 against 0.52 ± 0.01), never a count's unit.
+  const slack = tol + 1e-9 * Math.max(Math.abs(value), tol);
+  return Math.abs(got.value - value) <= slack;
 }
 
 function el(tag, attrs = {}, ...kids) {
@@ -105,7 +164,7 @@ function setup() {
     const typed = options.find((o) => o.typed);
     let input;
     if (typed) {
-      input = el("input", { type: "text", inputmode: "decimal", "aria-label": "your answer", class: "vb2-quiz-input" });
+      input = el("input", { type: "text", inputmode: "decimal", autocomplete: "off", spellcheck: "false", "aria-label": "your answer", class: "vb2-quiz-input" });
       form.append(el("label", {}, "Your answer: ", input));
     } else {
       const group = el("div", { role: "radiogroup", "aria-label": "options" });
@@ -151,6 +210,16 @@ function setup() {
       if (typed) {
         answer = input.value;
         right = typedRight(answer, typed.text);
+        if (right === null) {
+          // nothing to grade yet: no verdict, nothing revealed, nothing kept
+          const got = parseAnswer(answer);
+          feedback.textContent = got.empty
+            ? "Type your answer first."
+            : got.count
+              ? "Type one number; a unit after it is fine."
+              : "Type a number; a unit after it is fine.";
+          return;
+        }
       } else {
         const r = form.querySelector("input[type=radio]:checked");
         if (!r) {
@@ -178,5 +247,8 @@ function setup() {
   tally();
 }
 
-if (window.document$) window.document$.subscribe(setup);
-else document.addEventListener("DOMContentLoaded", setup);
+if (typeof window !== "undefined") {
+  // in a page; the module also loads in Node, where the tests call typedRight directly
+  if (window.document$) window.document$.subscribe(setup);
+  else document.addEventListener("DOMContentLoaded", setup);
+}

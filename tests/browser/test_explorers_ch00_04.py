@@ -231,7 +231,7 @@ def test_pca_embedding_shows_the_scores_and_error(browser, base_url):
             scores, _, err = rebuild(b, CHOSEN, k)
             np.testing.assert_allclose(shown_values(visit), scores, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(shown_values(visit, ".vb-error"), [err], rtol=1e-5)
-            assert f"patch {CHOSEN} " in live_text(visit) and f"k = {k}:" in live_text(visit)
+            assert f"patch {CHOSEN} " in live_text(visit) and f"r = {k}:" in live_text(visit)
     finally:
         visit.close()
 

@@ -46,6 +46,16 @@ MATH_JS = """() => {
                                              text.indexOf(raw[0]) + 60) : ''};
 }"""
 
+# Every code listing of the article: its file, its longest line, and how far it runs past its
+# box (scrollWidth - clientWidth) with every collapsed box opened.
+LISTINGS_JS = """() => {
+    document.querySelectorAll('article details').forEach(d => d.open = true);
+    return [...document.querySelectorAll('article .highlight pre > code')].map(c => ({
+        title: c.closest('.highlight').querySelector('.filename')?.textContent || '',
+        longest: Math.max(...c.textContent.split('\\n').map(l => l.length)),
+        over: c.scrollWidth - c.clientWidth}));
+}"""
+
 MATH_DONE_JS = """() => [...document.querySelectorAll('article .arithmatex')]
     .every(e => e.querySelector('mjx-container'))"""
 
@@ -64,6 +74,7 @@ class Visit:
     scheme_after: str | None = None
     bytes: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
+    listings: list[dict] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
 
@@ -123,6 +134,7 @@ def visit(browser, base_url: str, url: str, artifacts: Path) -> Visit:
         wait_images(page)
         v.light_images = page.evaluate(IMAGES_JS)
         v.math = page.evaluate(MATH_JS)
+        v.listings = page.evaluate(LISTINGS_JS)
         v.scheme_before = page.evaluate("document.body.dataset.mdColorScheme")
         for r in list(responses):
             try:
@@ -194,6 +206,17 @@ def test_math_is_typeset(page_visit: Visit) -> None:
         assert m["typeset"] >= 1, f"/{page_visit.url}: has math but no mjx-container"
 
 
+def test_code_listings_fit_the_column(page_visit: Visit) -> None:
+    """At 1280 px a listing's long lines wrap (docs/stylesheets/book.css): nothing runs out of
+    its box, where a reader would not see it."""
+    cut = [
+        f"{x['title']} ({x['longest']} chars, {x['over']} px)"
+        for x in page_visit.listings
+        if x["over"] > 1
+    ]
+    assert not cut, f"/{page_visit.url}: listings cut off at 1280 px:\n  " + "\n  ".join(cut)
+
+
 def test_theme_toggle_swaps_figure_variants(page_visit: Visit) -> None:
     v = page_visit
     assert (v.scheme_before, v.scheme_after) == ("default", "slate"), (
@@ -249,6 +272,8 @@ def test_checks_are_not_vacuous(browser, base_url, artifacts) -> None:
     with_math = [v.url for v in visits if v.math.get("typeset")]
     assert with_figures, "no page shows a figure: the image and theme checks tested nothing"
     assert with_math, "no page has typeset math: the math check tested nothing"
+    long_lines = [x for v in visits for x in v.listings if x["longest"] > 90]
+    assert long_lines, "no listing has a line longer than the column: the wrap check tested nothing"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """The graded quizzes in Chromium: answer by mouse, keyboard and tap; feedback and the
 explanation appear after an attempt; answers survive a reload and instant navigation; the
-reset button clears them; no console errors and no foreign requests."""
+reset button clears them; every typed question takes its answer with a unit, rejects its
+traps, and treats an empty box as no answer yet; no console errors and no foreign requests."""
 
 from __future__ import annotations
 
 import pytest
+import quizspec
 import sitebuild
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -100,6 +102,45 @@ def test_typed_number_and_tap_at_phone_width(browser, base_url):
         third.locator(".vb2-quiz-option").nth(2).tap()
         third.get_by_role("button", name="Check").tap()
         assert third.locator(".vb2-quiz-feedback").inner_text() == "Right."
+        check_clean(page, base_url)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize(
+    "q", quizspec.typed_questions(), ids=lambda q: f"{q['chapter'][:2]}-q{q['title'].split('.')[0]}"
+)
+def test_typed_question_in_the_page(browser, base_url, q):
+    """Empty: asked for an answer, nothing revealed, nothing counted. A trap: "Not quite",
+    with the answer and the explanation. The answer with its unit: "Right"."""
+    ctx, page = new_page(browser)
+    try:
+        page.goto(base_url + sitebuild.page_url(q["chapter"] + ".md"), wait_until="load")
+        page.wait_for_selector(".vb2-quiz-form", timeout=15000)
+        n = int(q["title"].split(".")[0])
+        block = page.locator("details.vb2-quiz").nth(n - 1)
+        assert block.locator("summary").inner_text().startswith(f"{n}.")
+        block.scroll_into_view_if_needed()
+        box, check = block.locator(".vb2-quiz-input"), block.get_by_role("button", name="Check")
+        feedback, explanation = (
+            block.locator(".vb2-quiz-feedback"),
+            block.locator(".vb2-quiz-explanation"),
+        )
+        score = page.locator(".vb2-quiz-score")
+        before = score.inner_text()
+        check.click()
+        assert feedback.inner_text() == "Type your answer first."
+        assert not explanation.is_visible()
+        assert score.inner_text() == before and " 0 answered" in before
+        box.fill(quizspec.traps(q)[0])
+        check.click()
+        answer = q["spec"]
+        assert feedback.inner_text() == f"Not quite: the answer is {answer}."
+        assert explanation.is_visible()
+        box.fill(f"{answer.replace(',', '')} {q['units']}")
+        check.click()
+        assert feedback.inner_text() == "Right."
+        assert "1 of" in score.inner_text() and "1 answered" in score.inner_text()
         check_clean(page, base_url)
     finally:
         ctx.close()

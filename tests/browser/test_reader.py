@@ -205,7 +205,7 @@ def test_cited_authors_are_in_their_chapters_search_entries(site: Path) -> None:
     for path in sorted((sitebuild.ROOT / "docs").glob("[0-9][0-9]-*.md")):
         url = sitebuild.page_url(path.name)
         text = " ".join(d["text"] for d in docs if d["location"].startswith(url))
-        for key in sorted(set(re.findall(r'cite\(\s*"([^"]+)"', path.read_text()))):
+        for key in sorted(set(re.findall(r'cite[t]?\(\s*"([^"]+)"', path.read_text()))):
             surname = bib[key].get("author", "").split(" and ")[0].split(",")[0].strip()
             assert surname in text, f"{surname} ({key}) is cited in /{url} but not in its index"
             checked += 1

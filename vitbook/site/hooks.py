@@ -7,6 +7,7 @@ so the built site asks no other host for anything.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,31 @@ def webp_copies(png: Path) -> dict[str, bytes]:
     return out
 
 
+#: The start of one line of a highlighted listing (``line_spans: __span`` in mkdocs.yml), with
+#: its line-number anchor and the spaces that indent it: bare, in a whitespace span, or at the
+#: start of a token that holds them (a docstring's continuation lines).
+_CODE_LINE_RE = re.compile(
+    r'<span id="(__span-\d+-\d+)">((?:<a [^>]*></a>)?(?:<span class="[^"]*">)?)( *)'
+)
+
+
+def code_line_indents(html: str) -> str:
+    """Give every line of a listing its indentation as ``--vb-indent`` (in characters), so that
+    on a wide screen a line too long for the column wraps under its own code, four characters
+    in (docs/stylesheets/book.css), instead of running out of sight."""
+    return _CODE_LINE_RE.sub(
+        lambda m: (
+            f'<span id="{m.group(1)}" style="--vb-indent:{len(m.group(3))}">'
+            f"{m.group(2)}{m.group(3)}"
+        ),
+        html,
+    )
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed)."""
-    return math.typeset_page(html)
+    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed),
+    and mark each listing line's indentation for wrapping."""
+    return code_line_indents(math.typeset_page(html))
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:

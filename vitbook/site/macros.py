@@ -10,9 +10,12 @@ In a page (``docs/NN-slug.md``):
 * ``{% filter equation("patch-count") %} N = HW/P^2 {% endfilter %}`` is numbered Eq. N.k;
 * ``{{ ref("patch-grids") }}`` links to a figure or equation by id (``ch05/id`` across pages);
 * ``{{ cite("dosovitskiy2021") }}`` cites ``docs/references.bib``; unknown keys fail the build;
+  ``{{ citet("xiong2020") }}`` names the authors in the sentence: "Xiong et al. (2020)";
 * ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation;
 * ``{{ cite_book() }}``, ``{{ cite_chapter(2) }}``, ``{{ cite_figure("ch02/patch-grids") }}``
   give the same citations on any page (the "How to cite" page);
+* ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0" or
+  "at most 7.6e-08";
 * ``{{ term("class token") }}`` links a term to its glossary entry; a missing entry fails.
 """
 
@@ -398,23 +401,44 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         href = f"#{anchor(key, kind)}" if url == here else f"{rel(url)}#{anchor(key, kind)}"
         return f'<a class="vb-ref" href="{href}">{name}&nbsp;{number}</a>'
 
+    def entry(key: str) -> dict[str, Any]:
+        bib = bibliography(str(Path(docs_dir) / "references.bib"))
+        if key not in bib:
+            raise BookError(
+                f"{env.page.file.src_path}: unknown citation {key!r}; add it to docs/references.bib"
+            )
+        return bib[key]
+
+    @env.macro
+    def max_diff(fact: Fact) -> str:
+        """A largest difference between two computations as a sentence gives it: "exactly 0"
+        when they agree bit for bit ("differ by at most 0" says less than it should), else
+        "at most 7.6e-08" (the fact's own text)."""
+        if not isinstance(fact, Fact):
+            raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
+        return "exactly 0" if fact.value == 0 else f"at most {fact.text}"
+
     @env.macro
     def cite(*keys: str) -> str:
-        """Author-year citations linked to the references page."""
-        bib = bibliography(str(Path(docs_dir) / "references.bib"))
+        """Author-year citations linked to the references page: "(Xiong et al., 2020)"."""
         parts = []
         for key in keys:
-            if key not in bib:
-                raise BookError(
-                    f"{env.page.file.src_path}: unknown citation {key!r}; "
-                    f"add it to docs/references.bib"
-                )
-            e = bib[key]
+            e = entry(key)
             parts.append(
                 f'<a class="vb-cite" href="{rel("references/")}#{key}">'
                 f"{short_authors(e)}, {e.get('year', 'n.d.')}</a>"
             )
         return "(" + "; ".join(parts) + ")"
+
+    @env.macro
+    def citet(key: str) -> str:
+        """A citation that is part of the sentence, "Xiong et al. (2020) show...", for prose
+        that names the authors (``cite`` after their names would print them twice)."""
+        e = entry(key)
+        return (
+            f'<a class="vb-cite" href="{rel("references/")}#{key}">'
+            f"{short_authors(e)} ({e.get('year', 'n.d.')})</a>"
+        )
 
     authors = extra.get("authors", "The vitbook authors")
     from vitbook.site.pdf import book_date  # the last commit's date: the same on a rebuild

@@ -170,8 +170,14 @@ def tex_to_text(tex: str) -> str:
     return " ".join(text.replace("^", "").replace("_", "").split())
 
 
+#: The answer markers of a quiz option (``- [x] right``, ``- [ ] wrong``, ``- [=] 577``): the
+#: page's script turns them into a form, but the search plugin indexes the Markdown's text.
+_QUIZ_MARK_RE = re.compile(r"(^|(?<=>)|(?<=\s))\[(?: |x|X|=)\]\s*")
+
+
 def clean_search_text(text: str) -> str:
-    """A search entry without notebook prompts, "Copied!" buttons, code listings or raw TeX."""
+    """A search entry without notebook prompts, "Copied!" buttons, code listings, raw TeX or
+    the quiz options' answer markers."""
     # a notebook's code cell follows its "In [n]:" prompt up to the next prose (or prompt)
     parts = _PROMPT_RE.split(text.replace("\xa0", " "))
     text = parts[0] + " ".join(
@@ -179,6 +185,7 @@ def clean_search_text(text: str) -> str:
     )
     text = _PRE_RE.sub(" ", text)
     text = text.replace("Copied!", "")
+    text = _QUIZ_MARK_RE.sub(lambda m: m.group(1), text)
     text = _DOLLARS_RE.sub(lambda m: tex_to_text(next(g for g in m.groups() if g)), text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 

@@ -1,5 +1,5 @@
 // ch03/pca-embedding: a patch of the face, its embedding in the face's own PCA basis (one number
-// per component), and the patch rebuilt from the first k components. The basis, sizes and the
+// per component), and the patch rebuilt from the first r components. The basis, sizes and the
 // slider's range come from figures/ch03/pca-embedding.explorer.bin.
 import { colormap, createCanvas, el, fmt, gridMove, imageCanvas, interact, numbers, palette, tag } from "./canvas.js";
 
@@ -21,9 +21,9 @@ export function mount(root, data, ctx) {
   let result = null;
 
   const ui = el("div", { className: "vb-ui" });
-  const slider = el("input", { type: "range", min: "0", max: String(K), step: "1", value: String(k), "aria-label": "components kept, k" });
+  const slider = el("input", { type: "range", min: "0", max: String(K), step: "1", value: String(k), "aria-label": "components kept, r" });
   const kLabel = el("span", { className: "vb-counter" });
-  ui.append(el("div", { className: "vb-controls" }, el("label", {}, "components kept, k: "), slider, kLabel));
+  ui.append(el("div", { className: "vb-controls" }, el("label", {}, "components kept, r: "), slider, kLabel));
   const title = el("p", { className: "vb-title" });
   const readout = el("p", { className: "vb-readout" });
   const values = el("span", { className: "vb-values" });
@@ -83,7 +83,7 @@ export function mount(root, data, ctx) {
   const view = createCanvas(ctx, ui, {
     data,
     aspect,
-    label: "The face with the selected patch, the patch, the patch rebuilt from k components, and its embedding",
+    label: "The face with the selected patch, the patch, the patch rebuilt from r components, and its embedding",
     draw(g, w) {
       const c = palette(data);
       const { squares: [a, b, r], bars } = layout(w);
@@ -97,7 +97,7 @@ export function mount(root, data, ctx) {
       g.drawImage(patchImage(result.x), b.x, b.y, b.w, b.h);
       g.drawImage(patchImage(result.approx), r.x, r.y, r.w, r.h);
       tag(g, `patch ${index}`, b.x + 4, b.y + 4, c);
-      tag(g, `k = ${k}`, r.x + 4, r.y + 4, c);
+      tag(g, `r = ${k}`, r.x + 4, r.y + 4, c);
       // the embedding: one bar per component, the first k in colour, on a signed log scale
       // (the first score is far larger than the rest)
       const squash = (v) => Math.sign(v) * Math.log1p(Math.abs(v));
@@ -132,7 +132,7 @@ export function mount(root, data, ctx) {
     numbers(values, result.scores.subarray(0, k), digits);
     numbers(errEl, [result.rms], digits);
     readout.replaceChildren(`RMS pixel error `, errEl, `. Embedding (${k} numbers): `, values);
-    ctx.say(`Selected ${where}, k = ${k}: RMS pixel error ${fmt(result.rms, digits)}.`);
+    ctx.say(`Selected ${where}, r = ${k}: RMS pixel error ${fmt(result.rms, digits)}.`);
   }
   function update() {
     compute();
