@@ -92,7 +92,7 @@ def test_higher_resolution_claims():
 def test_load_state_dict_strict_false_still_raises_on_a_shape_mismatch():
     """The common mistake, as PyTorch really behaves: strict=False forgives missing and
     unexpected keys, never a wrong shape; the silent case is a filtered state dict."""
-    from vitbook.experiments.shapes import SHAPES_CFG
+    from vitbook.experiments.pretrain import SHAPES_CFG
     from vitbook.model import VisionTransformer
 
     torch.manual_seed(0)
@@ -113,7 +113,7 @@ def test_experiments_import_without_the_engine():
     import sys
 
     code = (
-        "import sys, vitbook.experiments.shapes, vitbook.experiments.longrange, "
+        "import sys, vitbook.experiments.pretrain, vitbook.experiments.longrange, "
         "vitbook.experiments.digits, vitbook.experiments.leak, vitbook.experiments.stats; "
         "print(any(m.startswith('vitbook.engine') for m in sys.modules))"
     )

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from vitbook.engine import portable
-from vitbook.experiments import shapes
+from vitbook.experiments import pretrain
 
 #: A short pre-training: enough steps for a last-bit difference to reach every weight.
 SHORT = {"n_train": 256, "epochs": 2, "seed": 0}
@@ -43,8 +43,8 @@ def test_the_child_computes_on_the_portable_paths() -> None:
 
 @pytest.mark.slow
 def test_training_bits_do_not_depend_on_the_cpu_features_offered() -> None:
-    full = portable.call(shapes.pretrain, SHORT)
-    hidden = portable.call(shapes.pretrain, SHORT, extra_env=HIDDEN)
+    full = portable.call(pretrain.pretrain, SHORT)
+    hidden = portable.call(pretrain.pretrain, SHORT, extra_env=HIDDEN)
     assert weights_digest(full["model"]) == weights_digest(hidden["model"])
     assert full["history"].train_loss == hidden["history"].train_loss
 
@@ -54,9 +54,9 @@ import hashlib, sys
 from vitbook.engine import runtime
 runtime.pin_environment()
 import torch
-from vitbook.experiments import shapes
+from vitbook.experiments import pretrain
 with runtime.book_conditions():
-    model = shapes.pretrain(n_train=256, epochs=2, seed=0)["model"]
+    model = pretrain.pretrain(n_train=256, epochs=2, seed=0)["model"]
 h = hashlib.sha256()
 for name, value in sorted(model.state_dict().items()):
     h.update(name.encode() + value.numpy().tobytes())

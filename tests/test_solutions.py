@@ -108,7 +108,7 @@ def test_strict_false_does_not_forgive_a_position_table_of_another_shape():
     but a ``pos_embed`` of another grid still raises, so a model that "works" kept its own."""
     import dataclasses
 
-    from vitbook.experiments.shapes import SHAPES_CFG
+    from vitbook.experiments.pretrain import SHAPES_CFG
     from vitbook.model import VisionTransformer
 
     small = VisionTransformer(cfg=SHAPES_CFG)

@@ -19,7 +19,7 @@ Chapters 9 and 10 use the shapes runs; Chapter 4 draws the learned position embe
 from __future__ import annotations
 
 from vitbook.engine import cached
-from vitbook.experiments import digits, leak, longrange, pretrain, shapes
+from vitbook.experiments import digits, hires, leak, longrange, lrsweep, pretrain, transfer
 
 KEYED_BY_RUNS = True
 
@@ -35,6 +35,6 @@ def _pre():
     return pretrained_shapes_vit()["model"]
 
 
-transfer_run = cached(shapes.transfer_run, given={"pre": _pre})
-lr_run = cached(shapes.lr_run, given={"pre": _pre})
-hires_run = cached(shapes.hires_run, given={"pre": _pre})
+transfer_run = cached(transfer.transfer_run, given={"pre": _pre})
+lr_run = cached(lrsweep.lr_run, given={"pre": _pre})
+hires_run = cached(hires.hires_run, given={"pre": _pre})

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -42,7 +41,7 @@ from vitbook.train import SmallCNN, cnn_width_for, fit
 
 TASK = {"rows": 1, "cols": 16, "cell": 4, "pairs": 1}
 N_TRAIN, N_VAL, N_TEST, BATCH, LR = 4000, 1000, 1000, 64, 1e-3
-MAX_EPOCHS = 80  # the plateau budget
+MAX_EPOCHS = 60  # the plateau budget
 SHORT_EPOCHS = 30  # the short budget: cosine decay to zero over these epochs
 FAILED = 0.6  # a run whose test accuracy stays below this never left chance (50%)
 LOCAL_RADIUS = 2  # cells each token of vit_local sees on either side (two blocks: 4 cells)
@@ -105,8 +104,11 @@ def build(model: str, cols: int) -> torch.nn.Module:
 
 
 # --8<-- [start:longrange-run]
-def longrange_run(model: str, seed: int, budget: str = "plateau", cols: int = 16) -> dict:
-    """Train ``model`` on strips of ``cols`` cells with one seed, under one ``budget``."""
+def longrange_run(
+    model: str, seed: int, budget: str = "plateau", cols: int = 16, warmup: int = 1
+) -> dict:
+    """Train ``model`` on strips of ``cols`` cells with one seed, under one ``budget``, the
+    learning rate warmed up over ``warmup`` epochs."""
     task = {**TASK, "cols": cols}
     train = mirror_strips(N_TRAIN, seed=1000 + seed, **task)
     val = mirror_strips(N_VAL, seed=2000 + seed, **task)
@@ -121,7 +123,7 @@ def longrange_run(model: str, seed: int, budget: str = "plateau", cols: int = 16
         raise ValueError(f"budget {budget!r} is unknown; use 'plateau' or 'short'")
     with deterministic():
         hist = fit(net, train[:2], val[:2], batch_size=BATCH, lr=LR, weight_decay=0.05,
-                   warmup_epochs=1, seed=seed, progress=False, desc=model, **kw)  # fmt: skip
+                   warmup_epochs=warmup, seed=seed, progress=False, desc=model, **kw)  # fmt: skip
     with torch.no_grad():
         pred = net(test[0]).argmax(-1)
     return {
@@ -137,22 +139,3 @@ def longrange_run(model: str, seed: int, budget: str = "plateau", cols: int = 16
         "seconds": hist.seconds,
     }
     # --8<-- [end:longrange-run]
-
-
-def scores(run: dict, far: int) -> dict:
-    """One run's scores: accuracy, intact parts passed, defects found (near and far), whether
-    it failed (never left chance) and the epoch it left chance."""
-    hit, dist = run["hit"], run["distance"]
-    near, far_ = (dist > 0) & (dist < far), dist >= far
-    acc = float(hit.mean())
-    left = next((i + 1 for i, a in enumerate(run["val_acc"]) if a >= FAILED), None)
-    return {
-        "acc": acc,
-        "intact": float(hit[dist == 0].mean()),  # intact parts called intact
-        "defects": float(hit[dist > 0].mean()),  # defective parts flagged
-        "near": float(hit[near].mean()) if near.any() else float("nan"),
-        "far": float(hit[far_].mean()) if far_.any() else float("nan"),
-        "failed": acc < FAILED,
-        "left_chance": left,  # first epoch with validation accuracy above FAILED, or None
-        "by_distance": {int(d): float(hit[dist == d].mean()) for d in np.unique(dist) if d},
-    }

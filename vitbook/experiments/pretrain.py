@@ -2,7 +2,7 @@
 run, with one seed.
 
 This module holds only the pre-training and what it uses, so that an edit to a fine-tuning
-experiment (``vitbook.experiments.shapes``) leaves the pre-training's key, and its frozen
+experiment (``transfer``, ``lrsweep``, ``hires``) leaves the pre-training's key, and its frozen
 runs, alone. The data sets have their own seeds (below); the run's seed sets the weights, the
 data order and the augmentation.
 """

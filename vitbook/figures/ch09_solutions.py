@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from vitbook.engine import facts
-from vitbook.experiments import shapes
+from vitbook.experiments import hires, pretrain
 
 #: The lesson this book grew from quotes TinyViT8's digits accuracy after 150 full-batch epochs
 #: (REFERENCE-FACTS.md); ch09_training.py reads every run's test accuracy at that epoch
@@ -20,5 +20,5 @@ def in_prose(rec):
     larger run 5's images are than the pre-training images."""
     rec.fact("lesson_epochs", LESSON_EPOCHS)
     rec.fact("ln_ten", math.log(10), "{:.1f}")
-    rec.fact("hires_scale", shapes.HIRES / shapes.SHAPES_CFG.image_size, "{:g}")
+    rec.fact("hires_scale", hires.HIRES / pretrain.SHAPES_CFG.image_size, "{:g}")
     return {"lesson_epochs": LESSON_EPOCHS}

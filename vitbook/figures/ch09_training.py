@@ -12,14 +12,14 @@ from vitbook import plot, runs
 from vitbook.analysis import interpolate_pos_embed
 from vitbook.data.shapes import FINETUNE_CLASSES, PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
-from vitbook.experiments import shapes, stats
+from vitbook.experiments import finetune, hires, lrsweep, pretrain, stats, transfer
 
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
 DIGITS_EPOCHS = 300  # the lab's EPOCHS: the same recipe, the same length
 SEEDS = stats.seeds(5)  # every comparison drawn from training: five seeds at least
 SEEDS10 = stats.seeds(10)  # where a run can fail (diverge, or collapse to chance): ten
-SIZES = shapes.TRANSFER_SIZES  # training images of the four-shape task
+SIZES = transfer.TRANSFER_SIZES  # training images of the four-shape task
 LRS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained, fine-tuned)"}
 RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay",
@@ -192,16 +192,16 @@ def transfer(rec):
     rec.fact("scratch_gain", 100 * gain, "{:.0f}", tol=tol)
     chance = 1 / len(FINETUNE_CLASSES)
     for k in NAMES:
-        rec.fact(f"steps_{k}_small", shapes.transfer_steps(k, SIZES[0]), "{:,}")
-        rec.fact(f"steps_{k}_large", shapes.transfer_steps(k, SIZES[-1]), "{:,}")
+        rec.fact(f"steps_{k}_small", transfer.transfer_steps(k, SIZES[0]), "{:,}")
+        rec.fact(f"steps_{k}_large", transfer.transfer_steps(k, SIZES[-1]), "{:,}")
     # a budget that decides nothing: where in its budget did each run peak?
     late = {k: [[x["best_step"] > 0.8 * x["steps"] for x in row] for row in r[k]] for k in NAMES}
     rec.fact("late_peaks", sum(v for k in NAMES for row in late[k] for v in row), tol=2)
     rec.fact("transfer_runs", len(NAMES) * len(SIZES) * len(SEEDS))
     rec.fact("late_scratch_large", sum(late["vit_scratch"][-1]), tol=1)
     rec.fact("transfer_seeds", len(SEEDS))
-    rec.fact("eval_steps", shapes.EVAL_STEPS)
-    rec.fact("fine_val", shapes.FINETUNE_VAL)
+    rec.fact("eval_steps", transfer.EVAL_STEPS)
+    rec.fact("fine_val", finetune.FINETUNE_VAL)
     secs = sum(x["seconds"] for k in NAMES for row in r[k] for x in row)
     rec.fact("transfer_seconds", secs, "{:.0f}", measured=True)
     rec.fact("cnn_params", r["cnn"][0][0]["params"], "{:,}")
@@ -211,7 +211,7 @@ def transfer(rec):
     rec.fact("size_mid", SIZES[1])
     rec.fact("size_large", SIZES[-1], "{}")
     rec.fact("chance_fine", chance, "{:.0%}")
-    rec.fact("fine_test", shapes.FINETUNE_TEST)
+    rec.fact("fine_test", finetune.FINETUNE_TEST)
     curves = {k: [[(x["val_steps"], x["val_acc"]) for x in row] for row in r[k]] for k in NAMES}
     return {"sizes": list(SIZES), "acc": acc, "curves": curves}
 
@@ -320,8 +320,8 @@ def lr_sweep(rec):
                for s in SEEDS]  # fmt: skip
     stats.record(rec, "layers_acc", layered)
     rec.fact("layers_vs_plain", stats.verdict(layered, final["vit_full"][best]))
-    rec.fact("layer_decay", shapes.LAYER_DECAY, "{:g}")
-    rec.fact("layer_decay_first", shapes.LAYER_DECAY**4, "{:.2f}")
+    rec.fact("layer_decay", lrsweep.LAYER_DECAY, "{:g}")
+    rec.fact("layer_decay_first", lrsweep.LAYER_DECAY**4, "{:.2f}")
     racc = {k: [x["final"] for x in v] for k, v in recipes.items()}
     for k in RECIPES:
         stats.record(rec, f"recipe_{k}", racc[k])
@@ -332,9 +332,9 @@ def lr_sweep(rec):
     rec.fact("recipe_vs_best", stats.verdict(pooled, final["vit_full"][best_lr["vit_full"]]))
     rec.fact("recipe_max", max(pooled), "{:.1%}", tol=stats.tolerance(pooled))
     rec.fact("recipe_lr", f"{RECIPE_LR:g}")
-    rec.fact("sweep_epochs", shapes.SWEEP_EPOCHS)
-    rec.fact("sweep_n", shapes.SWEEP_N)
-    rec.fact("sweep_steps", shapes.SWEEP_EPOCHS * math.ceil(shapes.SWEEP_N / shapes.BATCH))
+    rec.fact("sweep_epochs", lrsweep.SWEEP_EPOCHS)
+    rec.fact("sweep_n", lrsweep.SWEEP_N)
+    rec.fact("sweep_steps", lrsweep.SWEEP_EPOCHS * math.ceil(lrsweep.SWEEP_N / pretrain.BATCH))
     secs = sum(x["seconds"] for m in sweep.values() for v in m.values() for x in v)
     secs += sum(x["seconds"] for v in recipes.values() for x in v)
     rec.fact("sweep_seconds", secs, "{:.0f}", measured=True)
@@ -386,7 +386,7 @@ def interpolated_pos(rec):
     from vitbook.train import accuracy
 
     pre = runs.pretrained_shapes_vit()["model"]
-    cfg48 = dataclasses.replace(pre.cfg, image_size=shapes.HIRES)
+    cfg48 = dataclasses.replace(pre.cfg, image_size=hires.HIRES)
     new_table = interpolate_pos_embed(pre.pos_embed.detach(), pre.cfg.grid, cfg48.grid)
     old = pre.pos_embed.detach()[0, 1:].numpy()  # (64, D)
     new = new_table[0, 1:].numpy()  # (144, D)
@@ -394,17 +394,17 @@ def interpolated_pos(rec):
     dims = np.argsort(-old.var(axis=0))[:4]  # the four dimensions with the most variance
     rec.fact("old_grid", f"{gh}×{gw}")
     rec.fact("new_grid", f"{nh}×{nw}")
-    rec.fact("hires_size", shapes.HIRES)
+    rec.fact("hires_size", hires.HIRES)
     cls_same = bool(torch.equal(new_table[0, 0], pre.pos_embed[0, 0].detach()))
     rec.fact("cls_untouched", "yes" if cls_same else "no")
     # controls without any training: does the pre-trained model use its position table?
-    _, test48 = shapes.hires_data()
-    test32 = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=shapes.PRETRAIN_TEST_SEED).tensors()
+    _, test48 = hires.hires_data()
+    test32 = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=pretrain.PRETRAIN_TEST_SEED).tensors()
     torch.manual_seed(0)
-    before = {t: accuracy(shapes.at_resolution(pre, shapes.HIRES, t), test48)
+    before = {t: accuracy(hires.at_resolution(pre, hires.HIRES, t), test48)
               for t in ("interpolated", "fresh", "zero")}  # fmt: skip
     at32 = {"learned": accuracy(pre, test32),
-            "zero": accuracy(shapes.at_resolution(pre, 32, "zero"), test32)}  # fmt: skip
+            "zero": accuracy(hires.at_resolution(pre, 32, "zero"), test32)}  # fmt: skip
     for t, a in before.items():
         rec.fact(f"hires_{t}_before", a, "{:.1%}", tol=0.03)
     rec.fact("pos_learned_32", at32["learned"], "{:.1%}", tol=0.03)

@@ -19,7 +19,7 @@ from vitbook import plot, runs
 from vitbook.analysis import attention_rollout
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import figure
-from vitbook.experiments.shapes import PRETRAIN_TEST_SEED
+from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED
 from vitbook.explore import explorer_data, image_u8
 
 #: Test images sent to the page: the first of the pre-training test split.

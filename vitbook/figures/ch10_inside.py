@@ -16,7 +16,7 @@ from vitbook.analysis import (
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import figure
 from vitbook.experiments import stats
-from vitbook.experiments.shapes import PRETRAIN_TEST_SEED
+from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED
 from vitbook.model import VisionTransformer
 
 N_TEST = 1000  # test images for the measured scores

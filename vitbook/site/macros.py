@@ -265,12 +265,40 @@ def anchor(key: str, kind: str) -> str:
     return ("fig-" if kind == "figure" else "eq-") + key.split("/", 1)[1]
 
 
+def frozen_summary(folder: Path) -> Chapter:
+    """What ``docs/building.md`` says of the frozen runs, computed from ``frozen/``: how many,
+    their size and seconds, and how the per-commit rotation splits them (the plan of
+    ``python -m vitbook verify --runs --shard auto`` with its defaults)."""
+    from vitbook.engine import frozen
+    from vitbook.engine.cli import SHARD_BUDGET_S
+    from vitbook.engine.verify import plan_shards
+
+    records = [r for p in sorted(folder.glob("*/*.json")) if (r := frozen.read_record(p))]
+    rotation = [r for r in records if r.get("seconds", 0.0) <= SHARD_BUDGET_S]
+    size = sum(p.stat().st_size for p in folder.glob("*/*") if p.is_file())
+    values = {
+        "runs": (len(records), f"{len(records):,}"),
+        "mb": (size / 1e6, f"{size / 1e6:.1f}"),
+        "portable": (sum(bool(r.get("portable")) for r in records), None),
+        "rotation_runs": (len(rotation), None),
+        "long_runs": (len(records) - len(rotation), None),
+        "rotation_shards": (len(plan_shards(rotation, SHARD_BUDGET_S, 2)), None),
+        "shard_budget": (SHARD_BUDGET_S, None),
+        "hours": (sum(r.get("seconds", 0.0) for r in records) / 3600, None),
+    }
+    facts = {k: {"value": v, "text": t if t is not None else (f"{v:.1f}" if isinstance(v, float)
+                                                              else f"{v:,}")}
+             for k, (v, t) in values.items()}  # fmt: skip
+    return Chapter("frozen", facts)
+
+
 def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads best here
     """Called by mkdocs-macros: register the book's variables, macros and filters."""
     conf = env.conf
     docs_dir = conf["docs_dir"]
     facts_path = Path(env.project_dir) / "figures" / "facts.json"
     env.variables.update(load_facts(facts_path))
+    env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
     extra = conf.get("extra", {})
     version = extra.get("version", "0")
     site_url = (conf.get("site_url") or "").rstrip("/") + "/"
