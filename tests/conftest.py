@@ -35,3 +35,26 @@ def browser():
 def book(tmp_path: Path) -> Path:
     """A scratch project for the engine's tests (tests/scratch.py)."""
     return scratch.make_book(tmp_path)
+
+
+#: Seconds per test file in this run (setup, call and teardown), for the split printed at the end.
+SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    name = report.nodeid.split("::")[0]
+    SECONDS[name] = SECONDS.get(name, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Where the time went: seconds per test file, the largest first (timings are reported,
+    never asserted)."""
+    if not SECONDS:
+        return
+    tr = terminalreporter
+    tr.section("where the time went (seconds per test file)")
+    total = sum(SECONDS.values())
+    for name, secs in sorted(SECONDS.items(), key=lambda kv: -kv[1]):
+        if secs >= 1.0:
+            tr.write_line(f"{secs:9.1f}  {100 * secs / total:5.1f}%  {name}")
+    tr.write_line(f"{total:9.1f}  100.0%  in all ({len(SECONDS)} files)")
