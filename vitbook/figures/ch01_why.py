@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from statistics import NormalDist
 
 import numpy as np
 import torch
@@ -174,8 +175,10 @@ ARMS = {"vit": "ViT", "vit_nopos": "ViT, no positions", "vit_local": "ViT, local
 SHORT_ARMS = ("vit", "cnn")  # the first edition's budget, for the two main models
 WARMUP_LONG = 5  # epochs of warm-up of the ViT's rescue recipe (the book's runs warm up for 1)
 #: A run has failed when its test accuracy is no better than guessing could be: below the
-#: score that a fair coin on the test parts stays below 99 times in 100 (normal approximation).
-CHANCE_BOUND = 0.5 + 2.326 * math.sqrt(0.25 / longrange.N_TEST)
+#: score that a fair coin on the test parts stays below in CHANCE_CONF of tries (normal
+#: approximation of the binomial).
+CHANCE_CONF = 0.99
+CHANCE_BOUND = 0.5 + NormalDist().inv_cdf(CHANCE_CONF) * math.sqrt(0.25 / longrange.N_TEST)
 
 
 @figure(chapter=1, id="longrange-samples", size=(7.2, 2.6))
@@ -259,6 +262,7 @@ def longrange_budget(rec):
     rec.fact("plateau_epochs", longrange.MAX_EPOCHS)
     rec.fact("warmup_long", WARMUP_LONG)
     rec.fact("failed_below", CHANCE_BOUND, "{:.1%}")
+    rec.fact("chance_conf", CHANCE_CONF, "{:.0%}")
     rec.fact("left_above", longrange.FAILED, "{:.0%}")
     fails = {}
     for budget, rr in (("short", short), ("plateau", plateau), ("warm", {"vit": warm})):
