@@ -26,6 +26,22 @@ RUN_JS = """async (tags) => {
 }"""
 
 
+def rotation(pages: list[tuple[str, str]]) -> list[tuple[str, str, str, int]]:
+    """The audits of this run: ``(title, url, theme, width)``. Every combination of theme and
+    width when ``$VITBOOK_AXE`` is ``all``; otherwise one per page, page ``i`` taking
+    combination ``(i + commit)`` modulo their number, so that consecutive commits audit every
+    page in every combination in turn and each run still audits every page."""
+    import os
+
+    from vitbook.engine.cli import commit_index
+
+    combos = [(t, w) for t in THEMES for w in WIDTHS]
+    if os.environ.get("VITBOOK_AXE") == "all":
+        return [(title, url, t, w) for title, url in pages for t, w in combos]
+    k = commit_index()
+    return [(title, url, *combos[(i + k) % len(combos)]) for i, (title, url) in enumerate(pages)]
+
+
 def axe_source() -> str:
     if not AXE.is_file():
         raise RuntimeError(f"{AXE} is missing: run `npm ci` (axe-core is pinned in package.json)")

@@ -1,7 +1,9 @@
 """The book as readers on any device meet it: accessible, math without a runtime, light pages.
 
 * axe-core (pinned in ``package.json``, injected from ``node_modules``) finds no serious or
-  critical WCAG 2.1 A/AA violation on any page, in light and dark, at 390 and 1280 px;
+  critical WCAG 2.1 A/AA violation on any page, in light and dark, at 390 and 1280 px: each
+  run audits every page once, in a width and theme that rotate with the commit
+  (``axe_run.rotation``), and every combination with ``VITBOOK_AXE=all`` (the weekly run);
 * math is typeset at build time: with JavaScript off every formula is already SVG and no TeX
   shows; chapter pages never load the MathJax runtime;
 * at 390 px every numbered equation fits the column with its number in view, and a link to an
@@ -33,9 +35,7 @@ EXPLORER_PART = re.compile(r"\.explorer\.bin$|/javascripts/explorers/")
 PAGE_BYTES = 600 * 1024
 AUDITS = [
     pytest.param(url, theme, width, id=f"{url.rstrip('/') or 'home'}-{theme}-{width}")
-    for _, url in PAGES
-    for theme in axe_run.THEMES
-    for width in axe_run.WIDTHS
+    for _, url, theme, width in axe_run.rotation(PAGES)
 ]
 
 
