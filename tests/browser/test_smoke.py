@@ -21,4 +21,4 @@ def test_a_page_opens_cleanly(browser, base_url, artifacts, url) -> None:
     assert not broken, f"/{url}: images that did not decode: {broken[:3]}"
     if url:
         assert v.math.get("typeset") and not v.math.get("pending"), f"/{url}: math not typeset"
-    assert (v.scheme_before, v.scheme_after) == ("default", "slate"), "the theme toggle did not work"
+    assert (v.scheme_before, v.scheme_after) == ("default", "slate"), "the toggle did not work"
