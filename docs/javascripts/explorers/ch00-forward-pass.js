@@ -1,10 +1,10 @@
 // ch00/forward-pass: pick a patch of the face and follow its token through every stage of the
 // hand-set face model (Chapter 0). Every number comes from figures/ch00/forward-pass.explorer.bin.
-import { colormap, createCanvas, el, gridMove, imageCanvas, inkOn, interact, numbers, palette, patchPicture, symlogNorm, tag } from "./canvas.js";
+import { colormap, createCanvas, el, gridMove, imageCanvas, interact, numbers, palette, patchPicture, symlogNorm, tag } from "./canvas.js";
 
 export function mount(root, data, ctx) {
   const m = data.meta;
-  const { grid, image: size, dim, heads, chosen, stages, digits } = m;
+  const { grid, dim, heads, chosen, stages, digits } = m;
   const T = grid * grid + 1; // tokens: CLS and the patches
   const tokens = data.arrays.tokens.data; // (stages, T, D)
   const attn = data.arrays.attn.data; // (L, heads, T, T)
