@@ -104,7 +104,10 @@ def tests(session: nox.Session) -> None:
     for name in ("CI", "VITBOOK_CHROMIUM", "VITBOOK_AXE"):
         if os.environ.get(name):
             env[name] = os.environ[name]
-    session.run("pytest", *(session.posargs or ["-m", ""]), env=env)
+    args = list(session.posargs)
+    if "-m" not in args:  # the whole suite unless a marker expression is given
+        args = ["-m", "", *args]
+    session.run("pytest", *args, env=env)
 
 
 @nox.session(python=PYTHON)
