@@ -96,10 +96,10 @@ def test_self_supervision_facts():
 
 def test_longrange_scores_count_intact_parts():
     """A model that flags every part finds every defect but passes no intact part."""
-    from vitbook.experiments.longrange import scores
+    from vitbook.figures.ch01_why import scores
 
     dist = np.array([0, 0, 8, 40, 0, 60])
-    flag_all = {"m": {"hit": dist > 0}, "distance": dist}
-    sc = scores(flag_all, "m", far=32)
+    flag_all = {"hit": dist > 0, "distance": dist, "val_acc": [0.5, 0.5]}
+    sc = scores(flag_all, far=32)
     assert sc["defects"] == 1.0 and sc["intact"] == 0.0 and sc["acc"] == 0.5
     assert sc["near"] == 1.0 and sc["far"] == 1.0 and sc["failed"]

@@ -140,16 +140,16 @@ def test_a_seeded_result_is_recorded_as_mean_min_and_max_with_the_spread():
         def __init__(self):
             self.facts = {}
 
-        def fact(self, name, value, fmt, tol):
-            self.facts[name] = (fmt.format(value), tol)
+        def fact(self, name, value, fmt, tol, seeds):
+            self.facts[name] = (fmt.format(value), tol, seeds)
 
     rec = Recorder()
     s = stats.record(rec, "acc", [0.5, 0.6, 0.7])
     assert s.n == 3
     assert rec.facts == {
-        "acc": ("60.0%", pytest.approx(0.2)),
-        "acc_lo": ("50.0%", pytest.approx(0.2)),
-        "acc_hi": ("70.0%", pytest.approx(0.2)),
+        "acc": ("60.0%", pytest.approx(0.2), 3),
+        "acc_lo": ("50.0%", pytest.approx(0.2), 3),
+        "acc_hi": ("70.0%", pytest.approx(0.2), 3),
     }
 
 

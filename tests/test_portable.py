@@ -37,8 +37,11 @@ def test_the_child_computes_on_the_portable_paths() -> None:
         "capability": "DEFAULT",
         "mkldnn": False,
         "MKL_CBWR": "COMPATIBLE",
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "numpy_disabled": portable.env()["NPY_DISABLE_CPU_FEATURES"],
         "threads": 1,
     }
+    assert seen["numpy_disabled"], "numpy's SIMD dispatch is left on"
 
 
 @pytest.mark.slow

@@ -17,12 +17,18 @@ In a page (``docs/NN-slug.md``):
 * ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0" or
   "at most 7.6e-08";
 * ``{{ term("class token") }}`` links a term to its glossary entry; a missing entry fails.
+
+A draft build (``VITBOOK_DRAFT=1 mkdocs build``, never strict) prints a fact or figure that
+is not computed yet as a visible placeholder, ``⟨ch01.n_val⟩``, with a warning, so that
+prose can be read before the run behind it has finished; ``--strict`` fails on the warning.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -36,6 +42,14 @@ LABEL_RE = re.compile(r"""\b(figure|equation|explorer)\(\s*["']([a-z0-9/-]+)["']
 
 class BookError(Exception):
     """A page refers to something that does not exist: the build must fail."""
+
+
+LOG = logging.getLogger("mkdocs.plugins.vitbook")
+
+
+def draft() -> bool:
+    """A draft build: what is not computed yet is shown as a placeholder and warned about."""
+    return os.environ.get("VITBOOK_DRAFT") == "1"
 
 
 class Fact:
@@ -71,6 +85,9 @@ class Chapter:
         try:
             return self._facts[key]
         except KeyError:
+            if draft():
+                LOG.warning("draft: fact %s.%s is not computed yet", self.name, key)
+                return Fact(key, float("nan"), f"⟨{self.name}.{key}⟩")
             raise BookError(
                 f"unknown fact {self.name}.{key}; known: {', '.join(sorted(self._facts))}"
             ) from None
@@ -346,6 +363,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         if kind != "figure":
             raise BookError(f"{label!r} is an equation, not a figure")
         stem = f"{rel('')}figures/{key}"
+        if not (Path(env.project_dir) / "figures" / f"{key}.png").exists() and draft():
+            LOG.warning("draft: figure %s is not drawn yet", key)
+            return f"<p><strong>⟨figure {key}: not drawn yet⟩</strong> {caption}</p>"
         if not (Path(env.project_dir) / "figures" / f"{key}.png").exists():
             raise BookError(f"figures/{key}.png does not exist: run `python -m vitbook figures`")
         alt_text = html.escape(alt or figure_alt(docs_dir).get(key) or plain(caption), quote=True)
