@@ -14,12 +14,15 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import logging
 import os
 import re
 import subprocess
 from pathlib import Path
 
 from vitbook.engine import cache
+
+LOG = logging.getLogger("mkdocs.plugins.vitbook")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("tex2svg.js")
@@ -114,15 +117,214 @@ TYPESETTER = Typesetter()
 
 
 def typeset_page(page_html: str, typesetter: Typesetter = TYPESETTER) -> str:
-    """Replace every arithmatex formula of a page by its SVG."""
+    """Replace every arithmatex formula of a page by its SVG; a display formula too wide for
+    a phone gets a second layout for phones beside it (:func:`phone_layout`)."""
 
     def one(m: re.Match[str]) -> str:
         tex, display = strip_delimiters(m.group("tex"))
-        out = typesetter.svg(tex, display)
         tag = m.group("tag")
+        numbered = "vb-eq-body" in m.group("cls")
+        out = display_math(tex, numbered, typesetter) if display else typesetter.svg(tex, False)
         return f'<{tag} class="arithmatex{m.group("cls")}"{m.group("attrs")}>{out}</{tag}>'
 
     return MATH_RE.sub(one, page_html)
+
+
+# --- phones: a second layout of a display formula too wide for a narrow column ---------------
+
+#: The narrowest screen laid out for, in CSS pixels (a small phone); the book is checked at 390.
+PHONE_SCREEN_PX = 375
+#: Material's page margins on a phone (0.8rem on each side, at its 20 px root size).
+PHONE_MARGINS_PX = 2 * 16
+#: What a numbered equation's number and the gap before it take: "(10.4)" in the body font.
+PHONE_NUMBER_PX = 56
+#: The height of an "x" in the book's body font (DejaVu Sans, x-height 0.545 em, at 16 px):
+#: MathJax's SVG is sized in ex of the surrounding text, so a formula's width in ex times this
+#: is its width on the page.
+BODY_EX_PX = 16 * 0.545
+#: What a phone leaves a display formula, in ex: unnumbered, and numbered.
+PHONE_EX = (PHONE_SCREEN_PX - PHONE_MARGINS_PX) / BODY_EX_PX
+PHONE_EX_NUMBERED = (PHONE_SCREEN_PX - PHONE_MARGINS_PX - PHONE_NUMBER_PX) / BODY_EX_PX
+#: Written by a page where a line may break on a phone (nothing on a wider screen), and the
+#: line that starts a page's own phone layout of an equation (``%% phone``, then the TeX).
+BREAK_HINT = "\\vbbreak"
+PHONE_SECTION_RE = re.compile(r"^[ \t]*%%[ \t]*phone[ \t]*$", re.M)
+_WIDTH_RE = re.compile(r'<svg[^>]*? width="([0-9.]+)ex"')
+
+
+def svg_width_ex(svg: str) -> float:
+    """The width of a typeset formula in ex (MathJax writes it on the outer ``<svg>``)."""
+    m = _WIDTH_RE.search(svg)
+    if not m:
+        raise MathError(f"no width in MathJax's output: {svg[:120]!r}")
+    return float(m.group(1))
+
+
+def display_math(tex: str, numbered: bool, typesetter: Typesetter = TYPESETTER) -> str:
+    r"""A display formula's SVG, and, when it is wider than a phone's column, a phone layout
+    beside it: ``<span class="vb-math-wide">`` and ``<span class="vb-math-narrow">``, one of
+    which the stylesheet shows (docs/stylesheets/book.css). A page may give its own phone
+    layout after a ``%% phone`` line, and mark where a line may break with ``\vbbreak``."""
+    parts = PHONE_SECTION_RE.split(tex, maxsplit=1)
+    wide_tex = parts[0].replace(BREAK_HINT, " ").strip()
+    wide = typesetter.svg(wide_tex, True)
+    limit = PHONE_EX_NUMBERED if numbered else PHONE_EX
+    if len(parts) == 2:
+        narrow_tex = parts[1].strip()
+    elif svg_width_ex(wide) <= limit:
+        return wide
+    else:
+
+        def fits(candidate: str) -> bool:
+            try:
+                return svg_width_ex(typesetter.svg(candidate, True)) <= limit
+            except MathError:  # a cut the TeX does not allow: not a layout
+                return False
+
+        narrow_tex = phone_layout(parts[0], fits)
+        if narrow_tex is None:
+            LOG.warning(
+                "a display formula is %.0f ex wide, wider than a phone's %.0f ex, and has no "
+                "place to break: give it a phone layout after a %%%% phone line: %s",
+                svg_width_ex(wide), limit, wide_tex[:100],
+            )  # fmt: skip
+            return wide
+    narrow = typesetter.svg(narrow_tex, True)
+    if svg_width_ex(narrow) > limit:
+        LOG.warning(
+            "the phone layout of a display formula is %.0f ex wide, wider than a phone's "
+            "%.0f ex: %s", svg_width_ex(narrow), limit, narrow_tex[:100],
+        )  # fmt: skip
+    return f'<span class="vb-math-wide">{wide}</span><span class="vb-math-narrow">{narrow}</span>'
+
+
+#: Where a line may break, outside braces, ``\left...\right`` and environments: between
+#: statements (``\qquad``), before a relation, before a binary operator, at a page's hint.
+_RELATIONS = {
+    "=", "<", ">", "\\approx", "\\leftarrow", "\\rightarrow", "\\to", "\\le", "\\ge",
+    "\\leq", "\\geq", "\\neq", "\\in", "\\equiv", "\\propto", "\\sim",
+}  # fmt: skip
+_BINARY = {"+", "-", "\\cdot", "\\times", "\\pm"}
+_TOKEN_RE = re.compile(r"\\[A-Za-z]+|\\.|[{}]|[^\\{}]")
+#: After these a sign is unary (``-x``, ``(-1)``, ``x^-``): no break before it.
+_OPENS = {"", "(", "[", ",", ";", "^", "_", "&", "\\qquad", "\\quad", "\\left", "\\begin"}
+_SPACES = {"\\,", "\\;", "\\:", "\\!", "\\ "}
+
+
+def breakpoints(tex: str) -> list[tuple[int, int, str]]:
+    r"""``(start, end, kind)`` of every place a line may break, kind ``sep`` (between two
+    statements: the ``\qquad`` is dropped), ``rel``, ``bin`` or ``hint`` (the hint dropped)."""
+    found = []
+    depth = 0
+    last = ""  # the previous token at depth 0 that is not a space: a sign after it is unary
+    for m in _TOKEN_RE.finditer(tex):
+        tok = m.group()
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+        elif tok in ("\\left", "\\begin"):
+            depth += 1
+        elif tok in ("\\right", "\\end"):
+            depth -= 1
+        elif depth == 0:
+            if tok in ("\\qquad", "\\quad") and last in (",", ""):
+                found.append((m.start(), m.end(), "sep"))
+            elif tok == "\\qquad":
+                found.append((m.start(), m.end(), "sep"))
+            elif tok == BREAK_HINT:
+                found.append((m.start(), m.end(), "hint"))
+            elif tok in _RELATIONS:
+                found.append((m.start(), m.start(), "rel"))
+            elif tok in _BINARY and last not in _OPENS and last not in _RELATIONS:
+                found.append((m.start(), m.start(), "bin"))
+        if depth == 0 and not tok.isspace() and tok not in _SPACES:
+            last = tok
+    return found
+
+
+def _statements(tex: str) -> list[list[tuple[str, str]]]:
+    """The formula cut at every break point: statements (cut at ``sep``), each a list of
+    ``(kind, text)`` pieces, the first of kind ``start``."""
+    statements: list[list[tuple[str, str]]] = [[]]
+    kind, pos = "start", 0
+    for start, end, k in breakpoints(tex):
+        piece = tex[pos:start].replace(BREAK_HINT, " ").strip()
+        if piece:
+            statements[-1].append((kind, piece))
+        if k == "sep":
+            statements.append([])
+            kind = "start"
+        else:
+            kind = k if statements[-1] else "start"
+        pos = end
+    piece = tex[pos:].replace(BREAK_HINT, " ").strip()
+    if piece:
+        statements[-1].append((kind, piece))
+    return [s for s in statements if s]
+
+
+def _aligned(lines: list[list[tuple[str, str]]], at_relation: bool) -> str:
+    """Lines of pieces as an ``aligned`` block: continuation lines aligned on the first line's
+    first relation (``at_relation``), or flush left, indented by a quad."""
+    if len(lines) == 1:
+        return " ".join(t for _, t in lines[0])
+    out = []
+    for i, line in enumerate(lines):
+        if i == 0:
+            if at_relation:
+                j = next(k for k, (kind, _) in enumerate(line) if kind == "rel")
+                head = " ".join(t for _, t in line[:j])
+                out.append(f"{head} &{{}} " + " ".join(t for _, t in line[j:]))
+            else:
+                out.append("& " + " ".join(t for _, t in line))
+        else:
+            pad = "" if at_relation and line[0][0] == "rel" else "\\quad"
+            out.append(f"&{pad} {{}} " + " ".join(t for _, t in line))
+    return "\\begin{aligned}" + " \\\\ ".join(out) + "\\end{aligned}"
+
+
+def _pack(pieces: list[tuple[str, str]], fits, at_relation: bool) -> str | None:
+    """Greedy: each line takes as many pieces as fit; ``None`` if even that is too wide."""
+    lines: list[list[tuple[str, str]]] = [[pieces[0]]]
+    for piece in pieces[1:]:
+        trial = [*lines[:-1], [*lines[-1], piece]]
+        if at_relation and not any(k == "rel" for k, _ in trial[0]):
+            lines = trial  # the first line must reach the relation the others align on
+            continue
+        if fits(_aligned(trial, at_relation)):
+            lines = trial
+        else:
+            lines.append([piece])
+    if at_relation and not any(k == "rel" for k, _ in lines[0]):
+        return None
+    tex = _aligned(lines, at_relation)
+    return tex if fits(tex) else None
+
+
+def phone_layout(tex: str, fits) -> str | None:
+    r"""The formula broken into lines that each ``fits(tex)`` a phone, or ``None`` when no
+    place to break makes it fit. Statements separated by ``\qquad`` go on lines of their
+    own; a statement still too wide breaks before a relation or a binary operator, its
+    continuation lines aligned on the first relation, else flush left and indented."""
+    statements = _statements(tex)
+    if not statements or (len(statements) == 1 and len(statements[0]) == 1):
+        return None
+    blocks = []
+    for pieces in statements:
+        whole = " ".join(t for _, t in pieces).replace(BREAK_HINT, " ")
+        if fits(whole):
+            blocks.append(whole)
+            continue
+        if len(pieces) == 1:
+            return None
+        block = _pack(pieces, fits, True) or _pack(pieces, fits, False)
+        if block is None:
+            return None
+        blocks.append(block)
+    if len(blocks) == 1:
+        return blocks[0]
+    return "\\begin{gathered}" + " \\\\[0.4em] ".join(blocks) + "\\end{gathered}"
 
 
 # --- search: readable text instead of TeX, prompts and listings -------------------------------
