@@ -168,10 +168,13 @@ export function mount(root, data, ctx) {
   const blockButtons = Array.from({ length: depth }, (_, l) => el("button", { type: "button", className: "md-button" }, `block ${l + 1}`));
   ui.append(el("div", { className: "vb-controls" }, choose, reset, input, clsButton, ...blockButtons));
   const title = el("p", { className: "vb-title" });
+  // what happened to the reader's file: refused (and why) or cropped; also said in the live region
+  const note = el("p", { className: "vb-note" });
+  note.hidden = true;
   const readout = el("p", { className: "vb-readout" });
   const values = el("span", { className: "vb-values" });
   const logitsEl = el("span", { className: "vb-logits" });
-  ui.append(title);
+  ui.append(note, title);
   root.prepend(ui);
 
   const panes = 1 + heads;
@@ -262,32 +265,93 @@ export function mount(root, data, ctx) {
     },
   });
 
-  /** Centre-crop to a square, resize to the model's input size, run the model. */
-  async function useFile(file) {
-    if (!file || !file.type.startsWith("image/")) return;
+  /** Show and say what happened to the reader's file (null clears the note). */
+  function tell(text, refused, spoken = text) {
+    note.hidden = !text;
+    note.textContent = text || "";
+    note.classList.toggle("vb-note--refused", !!refused);
+    if (spoken) ctx.say(spoken);
+  }
+
+  /** The file decoded to something drawImage takes, with its size; throws if it cannot be. */
+  async function decode(file) {
+    if (file.type === "image/svg+xml" || /\.svgz?$/i.test(file.name)) {
+      // a drawing, not pixels: the browser draws it at its own size, if it declares one
+      const url = URL.createObjectURL(file);
+      try {
+        const img = new Image();
+        img.src = url;
+        await img.decode();
+        if (!img.naturalWidth || !img.naturalHeight) throw new Error("no size");
+        return { source: img, width: img.naturalWidth, height: img.naturalHeight, close() {} };
+      } finally {
+        URL.revokeObjectURL(url);
+      }
+    }
     const bitmap = await createImageBitmap(file);
-    const side = Math.min(bitmap.width, bitmap.height);
+    return { source: bitmap, width: bitmap.width, height: bitmap.height, close: () => bitmap.close() };
+  }
+
+  /** Centre-crop to a square, resize to the model's input size, run the model. A file that
+   *  cannot be read is refused with the reason, and the image shown before stays. */
+  async function useFile(file) {
+    if (!file) {
+      tell("Nothing to read: choose or drop an image file (a photograph in JPEG, PNG, WebP or GIF).", true);
+      return;
+    }
+    const keep = ` The model still shows ${name}.`;
+    if (file.size === 0) {
+      tell(`${file.name} is empty (0 bytes): there is no image in it.${keep}`, true);
+      return;
+    }
+    if (file.type && !file.type.startsWith("image/")) {
+      tell(`${file.name} is not an image (its type is ${file.type}): choose a photograph in JPEG, PNG, WebP or GIF.${keep}`, true);
+      return;
+    }
+    let image;
+    try {
+      image = await decode(file);
+    } catch {
+      const svg = file.type === "image/svg+xml" || /\.svgz?$/i.test(file.name);
+      tell(
+        svg
+          ? `${file.name} is an SVG drawing this browser cannot draw at a fixed size (it declares no width and height): export it as PNG and try again.${keep}`
+          : `${file.name} cannot be decoded: the file is damaged or cut short, or not an image format this browser reads.${keep}`,
+        true,
+      );
+      return;
+    }
+    const side = Math.min(image.width, image.height);
     const canvas = document.createElement("canvas");
     canvas.width = S;
     canvas.height = S;
     const g = canvas.getContext("2d");
-    g.drawImage(bitmap, (bitmap.width - side) / 2, (bitmap.height - side) / 2, side, side, 0, 0, S, S);
-    bitmap.close();
+    g.drawImage(image.source, (image.width - side) / 2, (image.height - side) / 2, side, side, 0, 0, S, S);
+    image.close();
     const px = g.getImageData(0, 0, S, S).data;
     const bytes = new Uint8Array(S * S * C);
     for (let i = 0; i < S * S; i++) for (let ch = 0; ch < C; ch++) bytes[i * C + ch] = px[4 * i + ch];
-    setImage(canvas, bytes, file.name);
+    const cropped = image.width !== image.height
+      ? `${file.name} is ${image.width}×${image.height}: the model sees its centre ${side}×${side} square (${image.width > image.height ? "left and right edges" : "top and bottom"} cut off), resized to ${S}×${S}.`
+      : `${file.name} (${image.width}×${image.height}) resized to ${S}×${S}.`;
+    setImage(canvas, bytes, file.name, cropped);
   }
-  function setImage(canvas, bytes, label) {
+  function setImage(canvas, bytes, label, words = null) {
     picture = canvas;
     rgb = bytes;
     name = label;
     result = forward(m, data.arrays, toPixels(rgb, S, C));
     update();
+    // after update(), whose own words it follows in the live region
+    if (words) tell(words, false, `${words} ${ctx.live.textContent}`);
+    else tell(null);
   }
 
   ctx.listen(choose, "click", () => input.click());
-  ctx.listen(input, "change", () => useFile(input.files[0]));
+  ctx.listen(input, "change", async () => {
+    await useFile(input.files[0]);
+    input.value = ""; // choosing the same file again reads it again
+  });
   ctx.listen(reset, "click", () => setImage(imageCanvas(data.arrays.face), data.arrays.face.data, "the face photograph"));
   ctx.listen(clsButton, "click", () => {
     token = 0;

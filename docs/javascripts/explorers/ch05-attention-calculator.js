@@ -36,11 +36,34 @@ export function tokensMode(x, meta, scale = true) {
   return { q, k, v, ...attention(q, k, v, scale) };
 }
 
-const fmt = (x) => {
+/** A number as a cell shows it: up to three decimals; very large or very small magnitudes in
+ *  exponent form ("1.5e9"), so that a cell stays narrow whatever the reader types. */
+export const fmt = (x) => {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "—" : x > 0 ? "∞" : "−∞";
+  const a = Math.abs(x);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) {
+    const [m, e] = x.toExponential(2).split("e");
+    return `${m.replace(/\.?0+$/, "")}e${e.replace("+", "")}`;
+  }
   if (Number.isInteger(x)) return String(x);
   const s = x.toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
   return s === "-0" ? "0" : s;
 };
+
+/**
+ * What a field holds, as the explorer reads it: {value} for a number it can compute with, or
+ * {error} saying why not. An emptied field, text that is not a number (the browser then
+ * reports badInput) and a number too large for a double (1e400 reads as Infinity) are refused.
+ */
+export function readField(input) {
+  const raw = input.value.trim();
+  if (input.validity && input.validity.badInput) return { error: "is not a number" };
+  if (raw === "") return { error: "is empty" };
+  const v = Number(raw);
+  if (Number.isNaN(v)) return { error: `holds "${raw}", which is not a number` };
+  if (!Number.isFinite(v)) return { error: `holds ${raw}, beyond the largest number a double holds (${Number.MAX_VALUE.toExponential(1)})` };
+  return { value: v };
+}
 
 export function mount(root, data, ctx) {
   const meta = data.meta;
@@ -59,13 +82,16 @@ export function mount(root, data, ctx) {
   const resetBtn = h("button", { type: "button" }, "reset inputs");
   const grid = h("div", { class: "vb2-row vb2-matrices" });
   const arith = h("p", { class: "vb2-arith", "aria-hidden": "true" }, "Hover, tap or focus a result cell to see its arithmetic.");
-  const ui = h("div", { class: "vb2-ui vb2-attn" }, h("div", { class: "vb2-toolbar" }, tabTokens, tabWorked, scaleBtn, resetBtn), grid, arith);
+  // what is wrong with the inputs, on screen (the live region says it too)
+  const problem = h("p", { class: "vb2-refusal", hidden: true });
+  const ui = h("div", { class: "vb2-ui vb2-attn" }, h("div", { class: "vb2-toolbar" }, tabTokens, tabWorked, scaleBtn, resetBtn), problem, grid, arith);
   root.prepend(ui);
 
   let result = null;
   let names = null; // row labels of queries and keys
   const cells = {}; // matrix name -> 2D array of td
   let focus = null; // [matrix, i, j]
+  const bad = new Map(); // input element -> why it cannot be computed with
 
   function inputs() {
     return mode === "tokens"
@@ -108,12 +134,22 @@ export function mount(root, data, ctx) {
         let td;
         if (editable) {
           const inp = h("input", { type: "number", step: "any", value: String(val), "aria-label": `${title}, row ${rows[i] ?? i + 1}, column ${j + 1}`, "data-i": String(i), "data-j": String(j) });
+          const where = `${title} row ${rows[i] ?? i + 1} column ${j + 1}`;
           ctx.listen(inp, "input", () => {
-            const v = Number(inp.value);
-            if (inp.value.trim() === "" || !Number.isFinite(v)) return;
-            m[i][j] = v;
+            const read = readField(inp);
+            if (read.error) {
+              // never compute with the old value: the results wait until the field holds one
+              bad.set(inp, `${where} ${read.error}`);
+              inp.setAttribute("aria-invalid", "true");
+            } else {
+              bad.delete(inp);
+              inp.removeAttribute("aria-invalid");
+              m[i][j] = read.value;
+            }
             update();
-            ctx.say(`${title} row ${rows[i] ?? i + 1} column ${j + 1} set to ${fmt(v)}; ${summary()}`);
+            if (read.error) ctx.say(`${problem.textContent}`);
+            else if (problem.hidden) ctx.say(`${where} set to ${fmt(read.value)}; ${summary()}`);
+            else ctx.say(`${where} set to ${fmt(read.value)}. ${problem.textContent}`);
           });
           td = h("td", { class: "vb2-in", "data-i": String(i), "data-j": String(j) }, inp);
         } else {
@@ -174,8 +210,26 @@ export function mount(root, data, ctx) {
     return map[name];
   }
 
+  /** Why the results cannot be shown now (a field without a number, or an overflow), or "". */
+  function trouble() {
+    if (bad.size) {
+      const first = [...bad.values()][0];
+      const more = bad.size > 1 ? ` (and ${bad.size - 1} more field${bad.size > 2 ? "s" : ""})` : "";
+      return `${first}${more}: type a number there; the results wait for it.`;
+    }
+    const all = [result.scores, result.scaled, result.weights, result.output].flat(2);
+    if (all.some((x) => !Number.isFinite(x))) {
+      return "These inputs are too large: a score overflows the largest number a double holds, so softmax is undefined. Use smaller values.";
+    }
+    return "";
+  }
+
   const paint = timed("ch05", () => {
     const c = palette(meta);
+    const why = trouble();
+    problem.hidden = !why;
+    problem.textContent = why;
+    root.dataset.state = why ? "refused" : "ok";
     for (const [name, tds] of Object.entries(cells)) {
       const m = values(name);
       let hi = 0;
@@ -183,8 +237,19 @@ export function mount(root, data, ctx) {
       tds.forEach((row, i) =>
         row.forEach((td, j) => {
           const x = m[i][j];
+          if (td.classList.contains("vb2-in")) {
+            td.dataset.value = String(x);
+            return;
+          }
+          if (why && !name.startsWith("W")) {
+            // no result computed from a value the fields do not show
+            delete td.dataset.value;
+            td.style.background = "";
+            td.style.color = c.fg;
+            td.textContent = "—";
+            return;
+          }
           td.dataset.value = String(x);
-          if (td.classList.contains("vb2-in")) return;
           if (name === "A") {
             td.style.background = cmapColor(lut, x);
             td.style.color = inkOn(lut, x);
@@ -244,7 +309,10 @@ export function mount(root, data, ctx) {
 
   function highlight() {
     for (const tds of Object.values(cells)) for (const row of tds) for (const td of row) td.classList.remove("vb2-hit", "vb2-src");
-    if (!focus) return;
+    if (!focus || !problem.hidden) {
+      if (!problem.hidden) arith.textContent = "";
+      return;
+    }
     const [name, i, j] = focus;
     if (!cells[name] || !cells[name][i] || !cells[name][i][j]) return;
     cells[name][i][j].classList.add("vb2-src");
@@ -254,11 +322,14 @@ export function mount(root, data, ctx) {
 
   function select(name, i, j) {
     focus = [name, i, j];
-    highlight();
-    ctx.say(arithmetic(name, i, j));
+    if (problem.hidden) {
+      highlight();
+      ctx.say(arithmetic(name, i, j));
+    } else ctx.say(problem.textContent);
   }
 
   function summary() {
+    if (!problem.hidden) return problem.textContent;
     const last = result.output.length - 1;
     return `output row ${names.q[last]} is ${result.output[last].map(fmt).join(", ")}`;
   }
@@ -271,6 +342,7 @@ export function mount(root, data, ctx) {
 
   function setMode(m) {
     mode = m;
+    bad.clear();
     tabTokens.setAttribute("aria-pressed", String(m === "tokens"));
     tabWorked.setAttribute("aria-pressed", String(m === "worked"));
     focus = null;
@@ -293,6 +365,7 @@ export function mount(root, data, ctx) {
     state.q = meta.worked.q.map((r) => r.slice());
     state.k = meta.worked.k.map((r) => r.slice());
     state.v = meta.worked.v.map((r) => r.slice());
+    bad.clear();
     build();
     ctx.say(`Inputs reset; ${summary()}`);
   });

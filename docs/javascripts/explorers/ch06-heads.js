@@ -40,6 +40,26 @@ export function rows(data, i) {
   return out;
 }
 
+/**
+ * The colour-map position of each weight of one head's row: from the row's smallest weight (0)
+ * to its largest (1), as the chapter's figure scales each map (matplotlib's autoscale). A row
+ * whose weights are all equal (a uniform head) has no contrast to show: every patch gets 0 and
+ * {uniform: true}, so the map is not painted as if every patch were the most attended.
+ */
+export function shades(row) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const w of row) {
+    lo = Math.min(lo, w);
+    hi = Math.max(hi, w);
+  }
+  // equal up to the rounding of the softmax that made them (a few ulps of the largest)
+  const uniform = !(hi - lo > 4 * Number.EPSILON * hi);
+  const t = new Float64Array(row.length);
+  if (!uniform) for (let j = 0; j < row.length; j++) t[j] = (row[j] - lo) / (hi - lo);
+  return { t, uniform };
+}
+
 /** Attention distance of query i for one head's row (pixels between patch centres). */
 export function distance(row, i, grid, patch) {
   const [ri, ci] = [Math.floor(i / grid), i % grid];
@@ -126,14 +146,28 @@ export function mount(root, data, ctx) {
       g.textAlign = "left";
       g.fillText(`${hd}: ${meta.head_names[hd]}`, x0, y0);
       g.drawImage(photo, x0, y0 + 16, side, side);
-      let mx = 0;
-      for (let j = 0; j < N; j++) mx = Math.max(mx, current[hd * N + j]);
+      const { t, uniform } = shades(current.subarray(hd * N, (hd + 1) * N));
       g.globalAlpha = 0.6;
       for (let j = 0; j < N; j++) {
-        g.fillStyle = cmapColor(lut, current[hd * N + j] / mx);
+        g.fillStyle = cmapColor(lut, t[j]);
         g.fillRect(x0 + (j % G) * cell, y0 + 16 + Math.floor(j / G) * cell, cell + 0.5, cell + 0.5);
       }
       g.globalAlpha = 1;
+      if (uniform) {
+        // say it on the map: every patch gets the same weight, 1 / N
+        g.font = "bold 13px sans-serif";
+        g.textAlign = "center";
+        g.textBaseline = "middle";
+        const label = `uniform: 1/${N} each`;
+        const w = g.measureText(label).width + 12;
+        g.fillStyle = c.bg;
+        g.fillRect(x0 + side / 2 - w / 2, y0 + 16 + side / 2 - 11, w, 22);
+        g.fillStyle = c.fg;
+        g.fillText(label, x0 + side / 2, y0 + 16 + side / 2);
+        g.font = "12px sans-serif";
+        g.textAlign = "left";
+        g.textBaseline = "top";
+      }
       g.strokeStyle = "#00e5ff";
       g.lineWidth = 2;
       g.strokeRect(x0 + (query % G) * cell, y0 + 16 + Math.floor(query / G) * cell, cell, cell);
@@ -141,7 +175,7 @@ export function mount(root, data, ctx) {
       g.fillStyle = c.fg;
       g.fillText(`distance ${dist.toFixed(1)} px`, x0, y0 + 20 + side);
     }
-    // the colour bar: every map is scaled to its own maximum
+    // the colour bar: every map is scaled from its own smallest weight to its largest
     const by = rowsN * (side + 36) + 2;
     const bw = Math.min(240, W);
     for (let i = 0; i < bw; i++) {
@@ -150,7 +184,7 @@ export function mount(root, data, ctx) {
     }
     g.fillStyle = c.fg;
     g.textAlign = "left";
-    g.fillText("0", 0, by + 12);
+    g.fillText("row min", 0, by + 12);
     g.textAlign = "right";
     g.fillText("row max", bw, by + 12);
     g.textAlign = "center";
@@ -164,7 +198,8 @@ export function mount(root, data, ctx) {
     const parts = [];
     for (let hd = 0; hd < meta.heads; hd++) {
       const d = distance(current.subarray(hd * N, (hd + 1) * N), query, G, meta.patch);
-      parts.push(`${meta.head_names[hd]} ${d.toFixed(1)} px`);
+      const flat = shades(current.subarray(hd * N, (hd + 1) * N)).uniform ? " (uniform: every patch equally)" : "";
+      parts.push(`${meta.head_names[hd]} ${d.toFixed(1)} px${flat}`);
     }
     root.dataset.query = String(query);
     ctx.say(`${words || ""}Query patch ${query} (row ${Math.floor(query / G)}, column ${query % G}); attention distance: ${parts.join(", ")}.`);

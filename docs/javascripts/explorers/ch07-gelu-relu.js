@@ -115,7 +115,10 @@ export function mount(root, data, ctx) {
     const r = cv.getBoundingClientRect();
     const px = ev.clientX - r.left;
     const py = ev.clientY - r.top;
-    const L = layout.find((l) => py >= l.y && py <= l.y + l.h) || layout[0];
+    // the panel under the pointer: side by side on a wide screen, stacked on a narrow one, so
+    // both coordinates decide (the nearest panel when the pointer is in the gap between them)
+    const gap = (l) => Math.max(l.x - px, px - (l.x + l.w), 0) + Math.max(l.y - py, py - (l.y + l.h), 0);
+    const L = layout.reduce((best, l) => (gap(l) < gap(best) ? l : best));
     const x = x0 + ((px - L.x - L.m.l) / (L.w - L.m.l - L.m.r)) * (x1 - x0);
     let best = 0;
     for (let i = 0; i < n; i++) if (Math.abs(A.x[i] - x) < Math.abs(A.x[best] - x)) best = i;

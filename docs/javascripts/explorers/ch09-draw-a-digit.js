@@ -4,6 +4,19 @@
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
 import { forward, rollout, weightsFrom } from "./vit.js";
 
+/**
+ * The grid of the attention maps in a canvas `width` px wide: {cols, per} (columns, and the
+ * side of each map, with 8 px between maps). Each map is at least as wide as the widest title
+ * (`titleW` px), so that no title runs into the next map's; as many columns as that allows,
+ * one row on a wide screen; a map at most 96 px.
+ */
+export function mapGrid(width, titleW, count) {
+  let cols = count;
+  while (cols > 1 && Math.floor((width + 8) / cols) - 8 < Math.max(titleW, 56)) cols--;
+  const per = Math.max(Math.min(96, Math.floor((width + 8) / cols) - 8), Math.min(titleW, width));
+  return { cols, per };
+}
+
 export function mount(root, data, ctx) {
   const meta = data.meta;
   const cfg = meta.cfg;
@@ -132,11 +145,13 @@ export function mount(root, data, ctx) {
     for (let j = 1; j < out.T; j++) rr.push(roll[j]);
     panels.push(["rollout", rr]);
     const MW = Math.max(200, ui.clientWidth);
-    const per = Math.min(96, Math.floor((MW - 8) / panels.length) - 8 > 56 ? Math.floor((MW - 8) / panels.length) - 8 : Math.floor((MW - 8) / 3) - 8);
-    const cols = Math.max(1, Math.floor((MW + 8) / (per + 8)));
+    const gm = fitCanvas(maps, MW, 1);
+    gm.font = "11px sans-serif";
+    const titleW = Math.ceil(Math.max(...panels.map(([t]) => gm.measureText(t).width)));
+    const { cols, per } = mapGrid(MW, titleW, panels.length);
     const rows = Math.ceil(panels.length / cols);
     const MH = rows * (per + 22) + 30;
-    const gm = fitCanvas(maps, MW, MH);
+    fitCanvas(maps, MW, MH);
     gm.clearRect(0, 0, MW, MH);
     gm.font = "11px sans-serif";
     panels.forEach(([title, row], p) => {
