@@ -46,6 +46,7 @@ def placed(site: Path) -> dict[str, str]:
 
 def repaint_times(page, key: str, moves: int) -> list[float]:
     root = f'.vb-explorer[data-explorer="{key}"]'
+    page.locator(root).scroll_into_view_if_needed()  # it mounts when it comes near the screen
     page.wait_for_selector(f"{root}.vb-explorer--live canvas", state="attached", timeout=30000)
     page.locator(root).scroll_into_view_if_needed()
     box = page.locator(f"{root} canvas").bounding_box()

@@ -35,9 +35,12 @@ def main(site: Path) -> None:
             data = site / "figures" / f"{key}.explorer.bin"
             if not data.exists():
                 continue
-            kb = len(gzip.compress(data.read_bytes(), 9)) / 1024
+            blob = data.read_bytes()  # the site holds it gzip-compressed (vitbook/site/hooks.py)
+            kb = len(blob if blob[:2] == b"\x1f\x8b" else gzip.compress(blob, 9)) / 1024
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(base + url, wait_until="load")
+            # an explorer mounts when it comes near the screen
+            page.locator(f'.vb-explorer[data-explorer="{key}"]').scroll_into_view_if_needed()
             page.wait_for_selector(f'.vb-explorer--live[data-explorer="{key}"]', timeout=20000)
             el = page.locator(f'.vb-explorer[data-explorer="{key}"] {target}').first
             el.scroll_into_view_if_needed()

@@ -48,7 +48,7 @@ def open_explorer(
     touch: bool = False,
     dark: bool = False,
 ) -> Visit:
-    """Load ``page_url`` directly and wait for ``explorer`` to mount."""
+    """Load ``page_url`` directly, scroll to ``explorer`` and wait for it to mount."""
     context = browser.new_context(
         viewport={"width": width, "height": 900},
         has_touch=touch,
@@ -61,12 +61,16 @@ def open_explorer(
     page.on("pageerror", lambda e: visit.errors.append(str(e)))
     page.on("request", lambda r: visit.requests.append(r.url))
     page.goto(base_url + page_url, wait_until="load")
+    # an explorer mounts when it comes near the screen (docs/javascripts/explorers/index.js)
     wait_mounted(visit)
     page.locator(visit.root).scroll_into_view_if_needed()
     return visit
 
 
 def wait_mounted(visit: Visit) -> None:
+    """Scroll the explorer into view (it mounts only near the screen) and wait for it."""
+    visit.page.wait_for_selector(visit.root, state="attached", timeout=MOUNT_TIMEOUT_MS)
+    visit.page.locator(visit.root).scroll_into_view_if_needed()
     visit.page.wait_for_selector(
         f"{visit.root}.vb-explorer--live canvas", state="attached", timeout=MOUNT_TIMEOUT_MS
     )

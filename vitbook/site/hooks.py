@@ -7,10 +7,17 @@ so the built site asks no other host for anything.
 
 from __future__ import annotations
 
+import functools
+import gzip
 import re
 import shutil
+import struct
+import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from vitbook.site import fonts, math
 from vitbook.site import macros as book
@@ -66,6 +73,142 @@ def webp_copies(png: Path) -> dict[str, bytes]:
     return out
 
 
+# --- explorer data as the site serves it --------------------------------------------------
+
+#: An array this large (bytes) goes to a file of its own, named by its content, that every
+#: explorer holding the same array shares (the face photograph is in four of them): a reader
+#: downloads it once for the whole book.
+SHARED_BYTES = 32 * 1024
+SHARED_DIR = "data"
+
+
+def _med(planes: np.ndarray) -> np.ndarray:
+    """LOCO-I's median edge predictor (as in lossless JPEG-LS) of each pixel from its left,
+    upper and upper-left neighbours, over (..., H, W) uint8 planes; residuals modulo 256."""
+    x = planes.astype(np.int16)
+    a = np.zeros_like(x)
+    b = np.zeros_like(x)
+    c = np.zeros_like(x)
+    a[..., :, 1:] = x[..., :, :-1]
+    b[..., 1:, :] = x[..., :-1, :]
+    c[..., 1:, 1:] = x[..., :-1, :-1]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    pred = np.where(c >= hi, lo, np.where(c <= lo, hi, a + b - c))
+    return ((x - pred) % 256).astype(np.uint8)
+
+
+def _unmed(res: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_med` (the page's is docs/javascripts/explorers/core.js)."""
+    r = res.astype(np.int16)
+    out = np.zeros_like(r)
+    h, w = r.shape[-2:]
+    for i in range(h):
+        for j in range(w):
+            a = out[..., i, j - 1] if j else 0
+            b = out[..., i - 1, j] if i else 0
+            c = out[..., i - 1, j - 1] if i and j else 0
+            lo, hi = np.minimum(a, b), np.maximum(a, b)
+            pred = np.where(c >= hi, lo, np.where(c <= lo, hi, a + b - c))
+            out[..., i, j] = (r[..., i, j] + pred) % 256
+    return out.astype(np.uint8)
+
+
+def filtered(arr: np.ndarray) -> tuple[str | None, bytes]:
+    """How an array is stored for the page, and its bytes: an image (``(..., H, W, C)``
+    uint8, C of 1, 3 or 4) may go as planes of MED residuals (``med``), which deflate packs a
+    quarter smaller for a photograph; 4-byte numbers as their byte planes (``shuffle``: the
+    exponent bytes together); each only where deflate packs it smaller than the array as it
+    is (a small or flat image does not gain)."""
+    raw = np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"))).tobytes()
+    candidates: list[tuple[str | None, bytes]] = [(None, raw)]
+    if arr.dtype == np.uint8 and arr.ndim >= 3 and arr.shape[-1] in (1, 3, 4):
+        planes = np.moveaxis(arr, -1, -3)  # (..., C, H, W)
+        candidates.append(("med", np.ascontiguousarray(_med(planes)).tobytes()))
+    if arr.dtype.itemsize == 4 and arr.size:
+        candidates.append(("shuffle", np.frombuffer(raw, np.uint8).reshape(-1, 4).T.tobytes()))
+    if len(candidates) == 1:
+        return candidates[0]
+    return min(candidates, key=lambda c: len(zlib.compress(c[1], 9)))
+
+
+def unfiltered(kind: str | None, blob: bytes, dtype: str, shape: list[int]) -> np.ndarray:
+    """The inverse of :func:`filtered`."""
+    dt = np.dtype(dtype).newbyteorder("<")
+    if kind == "med":
+        *lead, h, w, ch = shape
+        planes = np.frombuffer(blob, np.uint8).reshape(*lead, ch, h, w)
+        return np.moveaxis(_unmed(planes), -3, -1)
+    if kind == "shuffle":
+        raw = np.frombuffer(blob, np.uint8).reshape(4, -1).T.copy().tobytes()
+        return np.frombuffer(raw, dt).reshape(shape)
+    return np.frombuffer(blob, dt).reshape(shape)
+
+
+def site_explorer(blob: bytes) -> tuple[bytes, dict[str, bytes]]:
+    """An explorer's data file (vitbook/engine/explorer.py) as the site serves it: its header
+    and small arrays gzip-compressed in one file, each large array filtered (:func:`filtered`)
+    and gzip-compressed in a file of its own under ``figures/data/``, named by its content,
+    so that explorers holding the same array share one download. A host sends a ``.bin`` file
+    as it is, so the compression is done here; the page inflates it
+    (docs/javascripts/explorers/core.js). The same data give the same bytes on every build.
+    Returns the main file's bytes and ``{path under figures/: bytes}`` of the shared ones."""
+    import hashlib
+    import json
+
+    from vitbook.engine.explorer import decode
+
+    data = decode(blob)
+    header: dict[str, Any] = {}
+    inline: list[bytes] = []
+    shared: dict[str, bytes] = {}
+    offset = 0
+    for name in sorted(data.arrays):
+        arr = np.asarray(data.arrays[name])
+        kind, raw = filtered(arr)
+        entry: dict[str, Any] = {"dtype": arr.dtype.name, "shape": list(arr.shape),
+                                 "length": int(arr.size), "filter": kind}  # fmt: skip
+        if len(raw) >= SHARED_BYTES:
+            key = hashlib.sha256(json.dumps(entry, sort_keys=True).encode() + raw).hexdigest()
+            file = f"{SHARED_DIR}/{key[:20]}.bin"
+            shared[file] = gzip.compress(raw, compresslevel=9, mtime=0)
+            entry["file"] = f"../{file}"
+        else:
+            entry["offset"] = offset
+            pad = -len(raw) % 8
+            inline.append(raw + b"\0" * pad)
+            offset += len(raw) + pad
+        header[name] = entry
+    head = json.dumps(
+        {"meta": data.meta, "arrays": header, "site": 1},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
+    head += b" " * (-(len(head) + 4) % 8)
+    main = struct.pack("<I", len(head)) + head + b"".join(inline)
+    return gzip.compress(main, compresslevel=9, mtime=0), shared
+
+
+def read_site_explorer(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an explorer's data file in a built site (for tests): the inverse of
+    :func:`site_explorer`, reading the shared files beside it."""
+    import json
+
+    main = gzip.decompress(path.read_bytes())
+    (n,) = struct.unpack_from("<I", main)
+    header = json.loads(main[4 : 4 + n])
+    base = 4 + n
+    out = {}
+    for name, h in header["arrays"].items():
+        if "file" in h:
+            raw = gzip.decompress((path.parent / h["file"]).read_bytes())
+        else:
+            size = h["length"] * np.dtype(h["dtype"]).itemsize
+            raw = main[base + h["offset"] : base + h["offset"] + size]
+        out[name] = unfiltered(h["filter"], raw, h["dtype"], h["shape"])
+    return out
+
+
 #: The start of one line of a highlighted listing (``line_spans: __span`` in mkdocs.yml), with
 #: its line-number anchor and the spaces that indent it: bare, in a whitespace span, or at the
 #: start of a token that holds them (a docstring's continuation lines).
@@ -87,10 +230,113 @@ def code_line_indents(html: str) -> str:
     )
 
 
+# --- listing titles: links to the source at the commit that built the page ------------------
+
+#: A fenced listing with a title (``python title="vitbook/calc.py"``), at any indentation.
+_FENCE_RE = re.compile(
+    r'^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[^\n]*?title="(?P<title>[^"]+)"[^\n]*\n'
+    r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    re.M | re.S,
+)
+_SNIPPET_RE = re.compile(r'--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"')
+_FILENAME_RE = re.compile(r'<span class="filename">([^<]+)</span>')
+
+
+@functools.cache
+def source_commit(project: str) -> str | None:
+    """The commit the book is built from (``git rev-parse HEAD``), or None outside a checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", project, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def repository(config: Any) -> str | None:
+    """The book's repository on GitHub, from ``extra.social`` in mkdocs.yml."""
+    for item in (config.get("extra") or {}).get("social", []) or []:
+        link = str(item.get("link", ""))
+        if link.startswith("https://github.com/"):
+            return link.rstrip("/")
+    return None
+
+
+def section_lines(path: Path, section: str | None) -> tuple[int, int] | None:
+    """The first and last line (1-based) of a snippet section (between its ``[start:name]``
+    and ``[end:name]`` markers), or of the whole file when ``section`` is None."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    if section is None:
+        return (1, len(lines)) if lines else None
+    start = end = None
+    for i, line in enumerate(lines, 1):
+        if f"[start:{section}]" in line and "--8<--" in line:
+            start = i + 1
+        elif f"[end:{section}]" in line and "--8<--" in line and start is not None:
+            end = i - 1
+            break
+    return (start, end) if start is not None and end is not None and end >= start else None
+
+
+def listing_links(markdown: str, project: Path, base: str) -> list[tuple[str, str | None]]:
+    """For each titled listing of a page, in order: its title and the URL of what it shows
+    (``base/<path>#L<first>-L<last>``), or None when the title names no file of the project."""
+    out = []
+    for m in _FENCE_RE.finditer(markdown):
+        title = m.group("title")
+        path = project / title
+        if not path.is_file() or not path.resolve().is_relative_to(project.resolve()):
+            out.append((title, None))
+            continue
+        snippet = _SNIPPET_RE.search(m.group("body"))
+        span = None
+        if snippet and snippet.group("path") == title:
+            span = section_lines(path, snippet.group("section"))
+        anchor = f"#L{span[0]}-L{span[1]}" if span else ""
+        out.append((title, f"{base}/{title}{anchor}"))
+    return out
+
+
+def link_listing_titles(html: str, links: list[tuple[str, str | None]]) -> str:
+    """Wrap the n-th listing title of the page in a link to the n-th source of ``links``."""
+    queue = list(links)
+
+    def one(m: re.Match[str]) -> str:
+        while queue:
+            title, url = queue.pop(0)
+            if title == m.group(1):
+                if url is None:
+                    return m.group(0)
+                return (
+                    f'<span class="filename"><a class="vb-source" href="{url}" '
+                    f'title="{title} at the commit this page was built from">{title}</a></span>'
+                )
+        return m.group(0)
+
+    return _FILENAME_RE.sub(one, html)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Note where each titled listing of the page comes from (read in on_page_content)."""
+    project = Path(config["config_file_path"]).parent
+    repo, commit = repository(config), source_commit(str(project))
+    page.vb_listings = (
+        listing_links(markdown, project, f"{repo}/blob/{commit}") if repo and commit else []
+    )
+    return markdown
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     """Typeset the page's formulas at build time (SVG in the page: no math runtime needed),
-    and mark each listing line's indentation for wrapping."""
-    return code_line_indents(math.typeset_page(html))
+    mark each listing line's indentation for wrapping, and link each listing's title to its
+    source at the commit the page was built from."""
+    html = code_line_indents(math.typeset_page(html))
+    return link_listing_titles(html, getattr(page, "vb_listings", []))
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:
@@ -113,6 +359,13 @@ def on_post_build(config: Any) -> None:
     for path in sorted(src.glob("ch*/*.*")):
         dest = site / "figures" / path.relative_to(src)
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if path.name.endswith(".explorer.bin"):
+            main, shared = site_explorer(path.read_bytes())
+            dest.write_bytes(main)
+            for name, blob in shared.items():
+                (site / "figures" / name).parent.mkdir(parents=True, exist_ok=True)
+                (site / "figures" / name).write_bytes(blob)
+            continue
         shutil.copyfile(path, dest)
         if path.suffix == ".png":
             for name, blob in webp_copies(path).items():

@@ -10,25 +10,100 @@ const VIEWS = {
   int16: Int16Array,
 };
 
-/** Read figures/chNN/<id>.explorer.bin: {meta, arrays: {name: {data: TypedArray, shape}}}. */
+/**
+ * Read figures/chNN/<id>.explorer.bin: {meta, arrays: {name: {data: TypedArray, shape}}}.
+ *
+ * The built site serves it as vitbook/site/hooks.py (site_explorer) writes it: gzip-compressed
+ * (a host sends a .bin file as it is; the browser inflates it here), its large arrays in files
+ * of their own under figures/data/, named by their content and shared between explorers (one
+ * download for every explorer on the page that holds the same array), some stored filtered
+ * ("med": an image as planes of prediction residuals; "shuffle": 4-byte numbers as byte
+ * planes), undone here. The engine's own file (plain, every array inline) reads as well.
+ */
 export async function loadExplorerData(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return parseExplorerData(await response.arrayBuffer());
-}
-
-export function parseExplorerData(buffer) {
+  const where = new URL(url, document.baseURI);
+  const buffer = await fetchBytes(where.href);
   const n = new DataView(buffer).getUint32(0, true);
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, n)));
   const base = 4 + n;
   const arrays = {};
-  for (const [name, h] of Object.entries(header.arrays)) {
-    const View = VIEWS[h.dtype];
-    // copy out, so a view never depends on the alignment of the whole buffer
-    const bytes = buffer.slice(base + h.offset, base + h.offset + h.length * View.BYTES_PER_ELEMENT);
-    arrays[name] = { data: new View(bytes), shape: h.shape };
-  }
+  await Promise.all(
+    Object.entries(header.arrays).map(async ([name, h]) => {
+      const View = VIEWS[h.dtype];
+      const size = h.length * View.BYTES_PER_ELEMENT;
+      // copy out, so a view never depends on the alignment of the whole buffer
+      const bytes = h.file
+        ? await shared(new URL(h.file, where).href)
+        : buffer.slice(base + h.offset, base + h.offset + size);
+      arrays[name] = { data: new View(unfilter(h.filter, bytes, h.shape, View)), shape: h.shape };
+    }),
+  );
   return { meta: header.meta, arrays };
+}
+
+const files = new Map(); // URL of a shared array file -> its bytes, inflated (a promise)
+
+function shared(url) {
+  if (!files.has(url)) {
+    const got = fetchBytes(url);
+    got.catch(() => files.delete(url)); // a failed download is tried again next time
+    files.set(url, got);
+  }
+  return files.get(url);
+}
+
+async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return inflate(await response.arrayBuffer());
+}
+
+/** The bytes, gunzipped if they are gzip (they start with 1f 8b), else as they are. */
+export async function inflate(buffer) {
+  const head = new Uint8Array(buffer, 0, Math.min(2, buffer.byteLength));
+  if (head[0] !== 0x1f || head[1] !== 0x8b) return buffer;
+  const stream = new Blob([buffer]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).arrayBuffer();
+}
+
+/** An array's own bytes from how the site stores them (see loadExplorerData): a new buffer. */
+export function unfilter(kind, bytes, shape, View) {
+  if (!kind) return bytes.slice(0);
+  const src = new Uint8Array(bytes);
+  const out = new Uint8Array(src.length);
+  if (kind === "shuffle") {
+    // byte planes back to numbers: byte k of number i sat at k * count + i
+    const count = src.length / 4;
+    for (let i = 0; i < count; i++) for (let k = 0; k < 4; k++) out[4 * i + k] = src[k * count + i];
+    return out.buffer;
+  }
+  if (kind === "med") {
+    // (..., H, W, C) pixels from (..., C, H, W) planes of residuals of LOCO-I's median edge
+    // predictor (left a, up b, upper-left c): the inverse of vitbook/site/hooks.py's _med
+    const [h, w, ch] = shape.slice(-3);
+    const images = src.length / (h * w * ch);
+    const plane = new Uint8Array(h * w);
+    for (let m = 0; m < images; m++) {
+      for (let k = 0; k < ch; k++) {
+        const o = (m * ch + k) * h * w;
+        for (let i = 0; i < h; i++) {
+          for (let j = 0; j < w; j++) {
+            const a = j ? plane[i * w + j - 1] : 0;
+            const b = i ? plane[(i - 1) * w + j] : 0;
+            const c = i && j ? plane[(i - 1) * w + j - 1] : 0;
+            const lo = Math.min(a, b);
+            const hi = Math.max(a, b);
+            const pred = c >= hi ? lo : c <= lo ? hi : a + b - c;
+            const v = (src[o + i * w + j] + pred) & 255;
+            plane[i * w + j] = v;
+            out[((m * h + i) * w + j) * ch + k] = v;
+          }
+        }
+      }
+    }
+    return out.buffer;
+  }
+  throw new Error(`unknown storage ${kind} of an explorer array (${View.name})`);
 }
 
 /** True when Material shows its dark (slate) scheme. */

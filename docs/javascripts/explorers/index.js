@@ -1,11 +1,14 @@
 // Mounts the book's explorers. A page places one with {{ explorer("chNN/id", ...) }}, which
 // writes <div class="vb-explorer" data-explorer="chNN/id" data-src=".../chNN/id.explorer.bin">
 // around the static figure. This module loads ./chNN-id.js and its data and calls
-// mount(root, data, ctx). Material's instant navigation swaps pages without a reload, so
-// explorers are mounted again on every page change (document$), and unmounted before.
+// mount(root, data, ctx), when the explorer comes near the screen: until then the static
+// figure is what the reader sees, and a reader who never scrolls that far downloads nothing
+// of it. Material's instant navigation swaps pages without a reload, so explorers are watched
+// again on every page change (document$), and unmounted before.
 import { loadExplorerData, context } from "./core.js";
 
 const mounted = new Set();
+let watcher = null;
 
 async function mountOne(root) {
   const id = root.dataset.explorer;
@@ -14,6 +17,7 @@ async function mountOne(root) {
       import(new URL(`./${id.replace("/", "-")}.js`, import.meta.url)),
       loadExplorerData(root.dataset.src),
     ]);
+    if (!root.isConnected) return; // the reader left the page meanwhile
     const ctx = context(root);
     const unmount = mod.mount(root, data, ctx);
     root.classList.add("vb-explorer--live");
@@ -30,7 +34,24 @@ async function mountOne(root) {
 function mountAll() {
   for (const dispose of mounted) dispose();
   mounted.clear();
-  for (const root of document.querySelectorAll(".vb-explorer[data-explorer]")) mountOne(root);
+  if (watcher) watcher.disconnect();
+  const roots = document.querySelectorAll(".vb-explorer[data-explorer]");
+  if (!("IntersectionObserver" in window)) {
+    for (const root of roots) mountOne(root);
+    return;
+  }
+  // start loading a screen's height ahead, so the explorer is usually live when it arrives
+  watcher = new IntersectionObserver(
+    (entries, observer) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        observer.unobserve(entry.target);
+        mountOne(entry.target);
+      }
+    },
+    { rootMargin: "100% 0px 100% 0px" },
+  );
+  for (const root of roots) watcher.observe(root);
 }
 
 if (window.document$) window.document$.subscribe(mountAll);
