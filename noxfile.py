@@ -86,7 +86,8 @@ def pdf(session: nox.Session) -> None:
     """The site, then site/pdf/vitbook.pdf and one PDF per chapter (Debian's chromium)."""
     install(session)
     session.run("python", "-m", "vitbook", "figures", env=ENV)
-    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+    # VITBOOK_PDF=1: the chapters link the PDFs printed next (vitbook.site.macros.pdf_edition)
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV | {"VITBOOK_PDF": "1"})
     session.run("python", "-m", "vitbook.site.pdf", "site", *session.posargs, env=ENV)
 
 

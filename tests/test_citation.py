@@ -238,7 +238,8 @@ def test_every_citation_in_the_book_resolves():
         assert entry.get("url", "").startswith("http"), f"{key} has no url"
 
 
-def test_cite_box_carries_version_chapter_and_url(env):
+def test_cite_box_carries_version_chapter_and_url(env, monkeypatch):
+    monkeypatch.setenv("VITBOOK_PDF", "1")  # a build that `nox -s pdf` prints
     box = env.macros["cite_box"]()
     assert box.startswith('!!! quote "Cite this chapter"')
     assert "@incollection{vitbook-ch02," in box
@@ -249,6 +250,17 @@ def test_cite_box_carries_version_chapter_and_url(env):
     assert "https://vitbook.github.io/vitbook/02-patches/" in box
     # the chapter's PDF (vitbook/site/pdf.py prints it under this name) and the book's
     assert 'href="../pdf/ch02-patches.pdf"' in box and 'href="../pdf/vitbook.pdf"' in box
+
+
+def test_cite_box_of_a_build_without_pdfs_links_the_published_ones(env, monkeypatch):
+    """`nox -s book` and `nox -s serve` print no PDF: their pages must not link pdf/ files
+    that are not there, and link the published edition's instead, saying so."""
+    monkeypatch.delenv("VITBOOK_PDF", raising=False)
+    box = env.macros["cite_box"]()
+    assert 'href="../pdf/' not in box
+    assert 'href="https://vitbook.github.io/vitbook/pdf/ch02-patches.pdf"' in box
+    assert 'href="https://vitbook.github.io/vitbook/pdf/vitbook.pdf"' in box
+    assert "published edition" in box
 
 
 def test_cite_box_outside_a_chapter_fails(env):

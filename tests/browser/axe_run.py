@@ -48,6 +48,30 @@ def axe_source() -> str:
     return AXE.read_text(encoding="utf-8")
 
 
+def settle(page) -> None:
+    """Bring the page to the state a reader who scrolled through it sees: every explorer
+    mounted (each mounts when it comes near the screen) and every block of the text rendered
+    (docs/javascripts/reader.js renders what the browser skipped on load, while idle)."""
+    roots = page.locator(".vb-explorer[data-explorer]")
+    for i in range(roots.count()):
+        roots.nth(i).scroll_into_view_if_needed()
+        try:
+            page.wait_for_function(
+                "e => e.classList.contains('vb-explorer--live')",
+                arg=roots.nth(i).element_handle(),
+                timeout=15000,
+            )
+        except Exception:  # noqa: BLE001 - axe audits the static figure that stayed
+            pass
+    page.evaluate("window.scrollTo(0, 0)")
+    try:
+        page.wait_for_function(
+            "document.documentElement.dataset.vbRendered === 'true'", timeout=15000
+        )
+    except Exception:  # noqa: BLE001 - axe runs on what is there
+        pass
+
+
 def audit(browser, base_url: str, url: str, theme: str, width: int) -> list[dict]:
     context = browser.new_context(
         viewport={"width": width, "height": 900},
@@ -61,6 +85,7 @@ def audit(browser, base_url: str, url: str, theme: str, width: int) -> list[dict
             page.wait_for_load_state("networkidle", timeout=5000)
         except Exception:  # noqa: BLE001 - axe runs on what is there
             pass
+        settle(page)
         scheme = page.evaluate("document.body.dataset.mdColorScheme")
         want = "slate" if theme == "dark" else "default"
         if scheme != want:

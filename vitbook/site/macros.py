@@ -47,6 +47,13 @@ class BookError(Exception):
 LOG = logging.getLogger("mkdocs.plugins.vitbook")
 
 
+def pdf_edition() -> bool:
+    """This build is printed afterwards (``nox -s pdf`` sets ``VITBOOK_PDF=1``): its chapters
+    link the PDFs that will sit beside them. Other builds (``nox -s book``, ``nox -s serve``)
+    print none, and link the published book's PDFs instead."""
+    return os.environ.get("VITBOOK_PDF") == "1"
+
+
 def draft() -> bool:
     """A draft build: what is not computed yet is shown as a placeholder and warned about."""
     return os.environ.get("VITBOOK_DRAFT") == "1"
@@ -561,10 +568,19 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         plain, bib = chapter_citation(n, src, env.page.title or src, f"vitbook-ch{n:02d}")
         stem = Path(src).stem  # the PDF that `nox -s pdf` prints (vitbook/site/pdf.py)
         pdf = f"ch{stem[:2]}-{stem[3:]}.pdf"
+        if pdf_edition():
+            # this build is printed too (`nox -s pdf`): its PDFs sit beside its pages
+            where, note = rel("pdf/"), f"version {version}, with the answers in an appendix"
+        else:
+            # a build that prints nothing links the PDFs of the published book, and says so
+            where, note = (
+                site_url + "pdf/",
+                "the published edition, with the answers in an appendix",
+            )
         link = (
-            f'<a class="vb-pdf-link" href="{rel("pdf/" + pdf)}" type="application/pdf">'
-            f"PDF of this chapter</a> (version {version}, with the answers in an appendix); "
-            f'<a class="vb-pdf-link" href="{rel("pdf/vitbook.pdf")}" type="application/pdf">'
+            f'<a class="vb-pdf-link" href="{where}{pdf}" type="application/pdf">'
+            f"PDF of this chapter</a> ({note}); "
+            f'<a class="vb-pdf-link" href="{where}vitbook.pdf" type="application/pdf">'
             f"the whole book</a>."
         )
         return box("Cite this chapter", plain, bib) + f"\n    {link}\n"
