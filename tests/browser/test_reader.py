@@ -6,8 +6,9 @@
   (``axe_run.rotation``), and every combination with ``VITBOOK_AXE=all`` (the weekly run);
 * math is typeset at build time: with JavaScript off every formula is already SVG and no TeX
   shows; chapter pages never load the MathJax runtime;
-* at 390 px every numbered equation fits the column with its number in view, and a link to an
-  equation lands with its number visible;
+* at 390 px every numbered equation fits the column with its number in view (a formula too
+  wide has a phone layout: tests/browser/test_phone.py checks it is shown at full size), and a
+  link to an equation lands with its number visible;
 * a chapter transfers at most 400 KB on a first visit, every page at most 600 KB (gzip, as
   GitHub Pages serves it);
 * search entries carry words, not TeX, notebook prompts or listings; an author cited in a
@@ -80,8 +81,11 @@ def test_some_page_has_build_time_math(site: Path) -> None:
     assert "<mjx-assistive-mml" in html, "formulas carry no MathML for screen readers"
 
 
+# the formula a reader sees: a wide one has a phone layout beside it, and one of them is hidden
 EQUATIONS_JS = """() => [...document.querySelectorAll('.vb-equation')].map(e => {
-    const body = e.querySelector('.vb-eq-body'), svg = body.querySelector('svg');
+    const body = e.querySelector('.vb-eq-body');
+    const svg = [...body.querySelectorAll('mjx-container > svg')]
+        .find(s => s.getClientRects().length);
     const num = e.querySelector('.vb-eq-number').getBoundingClientRect();
     const b = body.getBoundingClientRect(), s = svg.getBoundingClientRect();
     return {id: e.id, numLeft: num.left, numRight: num.right, numWidth: num.width,
@@ -96,6 +100,10 @@ def test_equations_fit_the_column_at_390(browser, base_url, url) -> None:
     try:
         page = context.new_page()
         page.goto(base_url + url, wait_until="load")
+        # every block laid out (docs/javascripts/reader.js renders what the browser skipped)
+        page.wait_for_function(
+            "document.documentElement.dataset.vbRendered === 'true'", timeout=20000
+        )
         eqs = page.evaluate(EQUATIONS_JS)
         page_overflow = page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"

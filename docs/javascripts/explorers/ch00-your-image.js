@@ -315,7 +315,7 @@ export function mount(root, data, ctx) {
       const svg = file.type === "image/svg+xml" || /\.svgz?$/i.test(file.name);
       tell(
         svg
-          ? `${file.name} is an SVG drawing this browser cannot draw at a fixed size (it declares no width and height): export it as PNG and try again.${keep}`
+          ? `${file.name} is an SVG drawing this browser cannot draw (the file is damaged, or gives the drawing no size): export it as PNG and try again.${keep}`
           : `${file.name} cannot be decoded: the file is damaged or cut short, or not an image format this browser reads.${keep}`,
         true,
       );

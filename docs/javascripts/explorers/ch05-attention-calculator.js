@@ -57,11 +57,13 @@ export const fmt = (x) => {
  */
 export function readField(input) {
   const raw = input.value.trim();
-  if (input.validity && input.validity.badInput) return { error: "is not a number" };
+  const largest = `the largest number a double holds (${Number.MAX_VALUE.toExponential(1)})`;
+  // what the reader typed is not a number the browser can read: text, or beyond a double
+  if (input.validity && input.validity.badInput) return { error: `holds no number to compute with: text, or a number beyond ${largest}` };
   if (raw === "") return { error: "is empty" };
   const v = Number(raw);
   if (Number.isNaN(v)) return { error: `holds "${raw}", which is not a number` };
-  if (!Number.isFinite(v)) return { error: `holds ${raw}, beyond the largest number a double holds (${Number.MAX_VALUE.toExponential(1)})` };
+  if (!Number.isFinite(v)) return { error: `holds ${raw}, beyond ${largest}` };
   return { value: v };
 }
 
