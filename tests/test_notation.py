@@ -60,6 +60,7 @@ def symbols(tex: str) -> set[str]:
     weights. Letters side by side are a product (TD is T times D); letters that belong to a
     command (\\sqrt, \\mathrm{...}) are not symbols."""
     tex = re.sub(r"\{\{.*?\}\}|\{%.*?%\}", " ", tex, flags=re.S)  # facts printed in the formula
+    tex = re.sub(r"(?<!\\)%[^\n]*", " ", tex)  # a TeX comment (a phone layout's "%% phone")
     tex = re.sub(r"\\(?:begin|end)\{[^{}]*\}", " ", tex)  # \\begin{cases}
     tex = re.sub(r"\\(?:sum|prod|min|max|lim|log|ln|exp)(?![A-Za-z])", " ", tex)
     tex = re.sub(r"\\\\(?:\[[^\]]*\])?", " ", tex)  # a line break, \\[2mm]
