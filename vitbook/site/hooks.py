@@ -332,18 +332,42 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed),
-    mark each listing line's indentation for wrapping, and link each listing's title to its
-    source at the commit the page was built from."""
-    html = code_line_indents(math.typeset_page(html))
+    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed,
+    each glyph's outline once per page), mark each listing line's indentation for wrapping,
+    and link each listing's title to its source at the commit the page was built from."""
+    html = code_line_indents(math.share_glyphs(math.typeset_page(html)))
     return link_listing_titles(html, getattr(page, "vb_listings", []))
 
 
+#: mkdocs-glightbox's script, which it loads in the page's head (blocking its first paint), and
+#: its set-up, run where the page's body ends.
+_GLIGHTBOX_JS_RE = re.compile(r'<script src="([^"]*glightbox\.min\.js)"></script>')
+_GLIGHTBOX_INIT_RE = re.compile(r'<script id="init-glightbox">(.*?)</script>', re.S)
+
+
+def defer_lightbox(output: str) -> str:
+    """Load the lightbox's script without holding up the page: ``defer``, and its set-up run
+    once the page is parsed (the lightbox is for a reader's click, never for the first paint).
+    ``lightbox`` stays a global, which docs/javascripts/reader.js reloads on a resize."""
+    js, init = _GLIGHTBOX_JS_RE.search(output), _GLIGHTBOX_INIT_RE.search(output)
+    if not js or not init:
+        return output
+    body = init.group(1).replace("const lightbox = ", "window.lightbox = ", 1)
+    output = output.replace(js.group(0), f'<script src="{js.group(1)}" defer></script>', 1)
+    return output.replace(
+        init.group(0),
+        '<script id="init-glightbox">document.addEventListener("DOMContentLoaded", () => {'
+        f"{body}}});</script>",
+        1,
+    )
+
+
 def on_post_page(output: str, page: Any, config: Any) -> str:
-    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too."""
+    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too. Every
+    page: the lightbox's script deferred."""
     if page.file.src_path.endswith(".py"):
-        return math.typeset_dollars(output)
-    return output
+        output = math.typeset_dollars(output)
+    return defer_lightbox(output)
 
 
 def on_post_build(config: Any) -> None:
