@@ -80,3 +80,19 @@ def test_a_page_may_give_its_own_phone_layout() -> None:
 def test_a_formula_that_fits_a_phone_has_one_layout() -> None:
     out = math.display_math("a = b", numbered=False, typesetter=FakeTypesetter())
     assert "vb-math" not in out and out.count("<svg") == 1
+
+
+def test_each_glyph_is_drawn_once_per_page() -> None:
+    a, b = '<path d="M1 1L2 2"></path>', '<path d="M3 3"></path>'
+    moved = '<path d="M1 1L2 2" transform="translate(500,0)"></path>'
+    page = (
+        f"<p><mjx-container><svg>{a}{b}</svg></mjx-container> and "
+        f"<mjx-container><svg>{a}{moved}</svg></mjx-container></p>"
+        '<svg class="icon"><path d="M1 1L2 2"></path></svg>'  # not a formula's: left alone
+    )
+    out = math.share_glyphs(page)
+    assert out.count('id="vb-g0"') == 1 and out.count('d="M1 1L2 2"') == 2
+    assert out.count('<use href="#vb-g0"></use>') == 2
+    assert '<use href="#vb-g0" transform="translate(500,0)"></use>' in out
+    assert b in out, "an outline used once stays where it is"
+    assert math.share_glyphs("<p>no math</p>") == "<p>no math</p>"
