@@ -134,19 +134,24 @@ def _(d, v):
 @figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True, phone_size=7.8)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
-    learning rate it followed."""
+    learning rate it followed; seed 0 (the model every later run starts from) and the two
+    other seeds of the same recipe (the models Chapter 10 checks its findings on)."""
     r = runs.pretrained_shapes_vit()
+    others = [runs.pretrained_shapes_vit(seed=s)["history"] for s in runs.PRE_SEEDS[1:]]
     h, cfg = r["history"], r["cfg"]
     rec.fact("pre_params", r["model"].num_params(), "{:,}")
     rec.fact("pre_n_train", r["n_train"], "{:,}")
     rec.fact("pre_epochs", h.epochs)
-    rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)  # one seed: the transfer spread
+    rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)
     rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}", tol=0.03)
+    rec.fact("pre_seeds", len(runs.PRE_SEEDS))
+    stats.record(rec, "pre_acc_seeds", [x.final_test_acc for x in (h, *others)])
     rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
-    return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr}
+    return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr,
+            "others": [{"loss": x.train_loss, "test": x.test_acc} for x in others]}  # fmt: skip
 
 
 @pretrain_curves.draw
@@ -154,12 +159,16 @@ def _(d, v):
     c = plot.colors(v)
     fig, (a1, a2, a3) = plot.subplots(v, 1, 3, phone_cols=1)
     ep = np.arange(1, len(d["loss"]) + 1)
+    for o in d["others"]:  # the other seeds, thin and behind
+        a1.plot(ep, o["loss"], color=c["muted"], lw=0.9)
+        a2.plot(ep, 100 * np.array(o["test"]), color=c["muted"], lw=0.9)
     a1.plot(ep, d["loss"], color=c["blue"], marker="o", ms=3)
     a1.set(xlabel="epoch", ylabel="training loss", title="Loss")
     a2.plot(ep, 100 * np.array(d["train"]), color=c["blue"], marker="o", ms=3)
     a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], marker="o", ms=3)
     plot.label_line(a2, ep[-1], 100 * d["train"][-1] + 7, "train", c["blue"], ha="right")
     plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 7, "test", c["orange"], ha="right")
+    a2.text(ep[0], 95, "grey: test, seeds 1 and 2", color=c["muted"], fontsize=8, va="top")
     a2.set(xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 102), title="Accuracy")
     a3.plot(ep, np.array(d["lr"]) * 1e3, color=c["green"], marker="o", ms=3)
     a3.set(xlabel="epoch", ylabel="learning rate (×10⁻³)", title="Schedule")
