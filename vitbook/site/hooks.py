@@ -21,7 +21,29 @@ MATHJAX = Path("node_modules/mathjax/es5")
 def on_config(config: Any) -> Any:
     book.numbering.cache_clear()
     book.bibliography.cache_clear()
+    notebooks = config["plugins"].get("mkdocs-jupyter")
+    if notebooks is not None:
+        root = Path(config["config_file_path"]).parent
+        folder = Path(notebooks.config["cache_dir"]).parts[0:2]  # .cache/mkdocs-jupyter
+        notebooks.config["cache_dir"] = str(Path(*folder) / package_key(root / "vitbook"))
     return config
+
+
+def package_key(package: Path) -> str:
+    """A hash of every source file of the package and of the environment's library versions.
+
+    mkdocs-jupyter keys an executed notebook by the notebook's own text only: a notebook whose
+    text did not change but whose imports did would be served from its cache with stale
+    outputs. Its cache folder is named by this key instead, so any change to ``vitbook`` (or a
+    library version) executes the notebooks again, and nothing else does."""
+    import hashlib
+
+    from vitbook.engine.deps import environment
+
+    h = hashlib.sha256(repr(sorted(environment().items())).encode())
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 #: Lossy WebP quality (the cache key holds it, so a change re-encodes).
