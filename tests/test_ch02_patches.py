@@ -63,3 +63,23 @@ def test_attention_over_pixels_costs_what_the_chapter_says():
     )
     assert f["cifar_tokens"] == 256  # 2 x 2 patches of a 32 x 32 image
     assert f["p2_tokens_224"] == 112 * 112
+
+
+def test_patchify_equals_a_plain_loop_over_the_grid_and_inverts():
+    """What the chapter says the test suite checks: patchify against slicing the patches one
+    by one in raster order, and unpatchify(patchify(x)) == x."""
+    from vitbook.patches import unpatchify
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(2, 3, 12, 8, generator=g)  # a batch, non-square
+    p = 4
+    seq = patchify(x, p)
+    loop = [
+        x[:, :, top : top + p, left : left + p].reshape(2, -1)  # (B, C*P*P), channel first
+        for top in range(0, 12, p)
+        for left in range(0, 8, p)
+    ]
+    assert torch.equal(seq, torch.stack(loop, dim=1))
+    assert torch.equal(unpatchify(seq, p, 3, (3, 2)), x)
+    with pytest.raises(ValueError, match="not divisible by patch size 5"):
+        patchify(x, 5)

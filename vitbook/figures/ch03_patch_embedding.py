@@ -99,7 +99,7 @@ def _(d, v):
     lim = float(np.abs(d["conv"]).max()) * 1.05
     for ax, key, color, title, note in (
         (axes[0], "lin", c["blue"], "patchify (C, P, P) + Linear",
-         f"max |difference| < {d['bound']:.0e}"),
+         f"max |difference| < {d['bound']:.0e}".replace("e-0", "e-")),
         (axes[1], "wrong", c["red"], "flattened (P, P, C) + Linear",
          f"max |difference| = {d['max_wrong']:.2f}"),
     ):  # fmt: skip

@@ -211,7 +211,7 @@ def _(data, v):
     ax.set_yticks(range(4), labels=labels, fontsize=8.5)
     for i, (key, val) in enumerate(zip(order, vals, strict=True)):
         bound = data["bounds"].get(key)
-        label = f"< {bound:.0e}" if bound else f"{val:.1e}"
+        label = f"< {bound:.0e}".replace("e-0", "e-") if bound else f"{val:.1e}"
         ax.text(val * 2, i, label, va="center", fontsize=8.5, color=c["fg"])
     ax.axvline(np.finfo(np.float32).eps, color=c["muted"], lw=1, ls="--")
     ax.text(
@@ -390,6 +390,15 @@ def traps(rec):
     return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
 
 
+def _default_epochs() -> int:
+    """How many epochs the pre-training that ``pretrained_shapes_vit()`` runs lasts."""
+    import inspect
+
+    from vitbook.experiments.pretrain import pretrain
+
+    return inspect.signature(pretrain).parameters["epochs"].default
+
+
 @figure(chapter=4, id="learned-pos", size=(7.2, 2.4), trained=True, phone_size=4.6)
 def learned_pos(rec):
     """The learned table of the small ViT pre-trained in Chapter 9 (8 x 8 grid, D = 64)."""
@@ -402,6 +411,8 @@ def learned_pos(rec):
     picks = ((0, 0), (2, 5), (4, 4), (7, 1))
     rec.fact("learned_grid", gh)
     rec.fact("learned_dim", cfg.dim)
+    rec.fact("learned_n_train", run["n_train"])
+    rec.fact("learned_epochs", _default_epochs())
     # same row or column versus neither, averaged over all pairs of distinct patches
     s = sim.reshape(gh * gw, gh * gw).double()
     rr, cc = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
