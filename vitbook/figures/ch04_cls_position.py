@@ -470,7 +470,7 @@ def init_sources(rec):
 
     std = 0.02  # the position table's standard deviation in JAX, torchvision and timm
     rec.fact("init_std", std, "{:g}")
-    rec.fact("init_cls_std", 1e-6, "{:.0e}")
+    rec.fact("init_cls_std", 1e-6, text="1e-6")
     # timm's trunc_normal_(std=.02) keeps its default bounds a, b = -2, 2, in absolute units:
     # 100 standard deviations out, where no draw ever lands
     rec.fact("trunc_bound", 2.0, "{:g}")
@@ -494,9 +494,13 @@ def init_sources(rec):
     # of std 0.02, timm's 1e-6 and the zeros of JAX and torchvision are the same start
     cls_norm = float(b16.cls_token.detach().norm())
     pos0_norm = float(table[0].norm())
-    rec.fact("cls_norm", cls_norm, "{:.1e}")
+    rec.fact("cls_norm", cls_norm, text=f"{cls_norm:.1e}".replace("e-0", "e-"))
     rec.fact("pos0_norm", pos0_norm, "{:.2f}")
-    rec.fact("cls_over_pos0", cls_norm / pos0_norm, "{:.0e}")
+    rec.fact(
+        "cls_over_pos0",
+        cls_norm / pos0_norm,
+        text=f"{cls_norm / pos0_norm:.0e}".replace("e-0", "e-"),
+    )
     torch.manual_seed(0)
     ti = VisionTransformer(cfg=preset("vit-ti/16")).double().eval()
     x = face_tensor(IMAGE).double()
@@ -504,7 +508,8 @@ def init_sources(rec):
         before = ti(x)
         ti.cls_token.zero_()  # the JAX code's and torchvision's class token
         after = ti(x)
-    rec.fact("cls_zero_logit_change", float((before - after).abs().max()), "{:.0e}")
+    change = float((before - after).abs().max())
+    rec.fact("cls_zero_logit_change", change, text=f"{change:.0e}".replace("e-0", "e-"))
     rec.fact("cls_zero_logit_scale", float(before.abs().max()), "{:.2f}")
     # vit-pytorch draws both from a standard normal (std 1): its position rows are as long as
     # sqrt(D), against the std-0.02 rows and the book's patch tokens on the face
