@@ -207,6 +207,30 @@ def test_max_diff_says_exactly_zero_or_at_most(env):
         env.macros["max_diff"](0.0)
 
 
+def test_max_diff_prints_rounding_noise_as_its_bound(env):
+    """A difference recorded with a tolerance is rounding noise: the page prints the bound,
+    which is the same on every CPU, whatever this machine's value (zero included), and the
+    build fails when the value is not below it."""
+    for value, text in ((1.7e-6, "1.7e-06"), (0.0, "0e+00"), (9.9e-6, "9.9e-06")):
+        got = env.macros["max_diff"](book.Fact("d", value, text, tol=1e-5))
+        assert got == "less than 1e-5", got
+    float64 = book.Fact("d", 5e-15, "5e-15", tol=1e-13)
+    assert env.macros["max_diff"](float64) == "less than 1e-13"
+    with pytest.raises(BookError, match="not below its bound"):
+        env.macros["max_diff"](book.Fact("d", 2e-5, "2e-05", tol=1e-5))
+
+
+def test_facts_keep_their_tolerance(tmp_path):
+    """load_facts passes each fact's tolerance to the pages (max_diff prints it)."""
+    path = tmp_path / "facts.json"
+    path.write_text(
+        '{"ch03": {"a": {"text": "1.7e-06", "value": 1.7e-06, "tol": 1e-05},'
+        ' "b": {"text": "3", "value": 3}}}'
+    )
+    ch = book.load_facts(path)["ch03"]
+    assert ch.a.tol == 1e-5 and ch.b.tol is None
+
+
 def test_no_page_names_the_authors_right_before_citing_them():
     """Writing "Xiong et al. {{ cite("xiong2020") }}" prints "Xiong et al. (Xiong et al.,
     2020)": such a sentence uses ``citet``, which prints "Xiong et al. (2020)"."""

@@ -56,3 +56,22 @@ try:
     check_divisible(225, 225, 16)
 except ValueError as err:
     print("refused:", err)
+
+# %% [markdown]
+# ## Which pixel lands where
+#
+# Equation 2.3 as code: the pixel of channel `c` at (`row`, `col`) is entry
+# `c P^2 + u P + v` of patch `m W/P + n`. Check it against `patchify` for every pixel of a
+# small image, then try a pixel of your own.
+
+# %%
+from vitbook.figures.ch02_patches import pixel_to_token
+
+img = torch.arange(3 * 8 * 12, dtype=torch.float32).reshape(1, 3, 8, 12)  # unique values
+seq = patchify(img, 4)[0]
+for c in range(3):
+    for row in range(8):
+        for col in range(12):
+            i, f = pixel_to_token(c, row, col, 4, 12)
+            assert seq[i, f] == img[0, c, row, col]
+print("every pixel where the formula says; e.g. green (1, 5, 9) ->", pixel_to_token(1, 5, 9, 4, 12))

@@ -53,10 +53,11 @@ def draft() -> bool:
 
 
 class Fact:
-    """A computed number: prints as its formatted text, ``.value`` is the raw value."""
+    """A computed number: prints as its formatted text, ``.value`` is the raw value, ``.tol``
+    the tolerance it was recorded with (``rec.fact(..., tol=)``), if any."""
 
-    def __init__(self, name: str, value: Any, text: str) -> None:
-        self.name, self.value, self.text = name, value, text
+    def __init__(self, name: str, value: Any, text: str, tol: float | None = None) -> None:
+        self.name, self.value, self.text, self.tol = name, value, text, tol
 
     def __str__(self) -> str:
         return self.text
@@ -74,7 +75,7 @@ class Chapter:
 
     def __init__(self, name: str, facts: dict[str, Any]) -> None:
         self.name = name
-        self._facts = {k: Fact(k, f["value"], f["text"]) for k, f in facts.items()}
+        self._facts = {k: Fact(k, f["value"], f["text"], f.get("tol")) for k, f in facts.items()}
 
     def __getattr__(self, key: str) -> Fact:
         if key.startswith("_"):
@@ -459,11 +460,22 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     @env.macro
     def max_diff(fact: Fact) -> str:
-        """A largest difference between two computations as a sentence gives it: "exactly 0"
-        when they agree bit for bit ("differ by at most 0" says less than it should), else
-        "at most 7.6e-08" (the fact's own text)."""
+        """A largest difference between two computations as a sentence gives it. Rounding
+        noise is a bound, not a value that changes with the CPU: a fact recorded with
+        ``tol=`` (its largest move across machines) prints as "less than 1e-5", and fails the
+        build if it is not below it. Otherwise "exactly 0" when the two agree bit for bit
+        ("differ by at most 0" says less than it should), else "at most 7.6e-08" (the fact's
+        own text)."""
         if not isinstance(fact, Fact):
             raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
+        if fact.tol is not None:
+            if not abs(fact.value) < fact.tol:
+                raise BookError(
+                    f"fact {fact.name} = {fact.value!r} is not below its bound {fact.tol!r}:"
+                    " a difference at rounding level should be; find out what changed"
+                )
+            mantissa, exponent = f"{fact.tol:.0e}".split("e")
+            return f"less than {mantissa}e{int(exponent)}"  # 1e-05 -> "less than 1e-5"
         return "exactly 0" if fact.value == 0 else f"at most {fact.text}"
 
     @env.macro
