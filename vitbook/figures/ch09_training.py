@@ -182,7 +182,7 @@ def _(d, v):
 
 
 @figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True, phone_size=4.4)
-def transfer(rec):
+def transfer_by_size(rec):
     """Test accuracy on the four new shapes against training-set size: small CNN, ViT from
     scratch, and the pre-trained ViT fine-tuned head only or fully; each run read at its best
     validation checkpoint; one point per seed, the line through the means."""
@@ -241,7 +241,7 @@ def _val_at(run: dict, steps: int) -> float:
     return [a for st, a in zip(run["val_steps"], run["val_acc"], strict=True) if st <= steps][-1]
 
 
-@transfer.draw
+@transfer_by_size.draw
 def _(d, v):
     c = plot.colors(v)
     fig, ax = plot.subplots(v)
