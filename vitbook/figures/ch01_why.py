@@ -310,10 +310,11 @@ def _(d, v):
         ax.axhline(50, color=c["muted"], lw=1, ls=":")
         ax.set(xlabel="epoch", ylim=(40, 102), title=title)
     axes[0].set_ylabel("validation accuracy (%)")
-    axes[0].text(1.5, 52, "chance", color=c["muted"], fontsize=8)
+    axes[-1].text(0.97, 0.2, "chance", color=c["muted"], fontsize=8, ha="right",
+                  transform=axes[-1].transAxes)  # fmt: skip
     for i, (name, col) in enumerate((("ViT", c["orange"]), ("SmallCNN", c["blue"]),
                                      ("never left chance", c["red"]))):  # fmt: skip
-        axes[1].text(0.97, 0.3 - 0.1 * i, name, color=col, transform=axes[1].transAxes,
+        axes[1].text(0.97, 0.6 - 0.08 * i, name, color=col, transform=axes[1].transAxes,
                      ha="right", fontsize=8.5)  # fmt: skip
     return fig
 
@@ -394,8 +395,8 @@ def _(data, v):
             ylim=(0, 105), title="Defects by distance")  # fmt: skip
     ax1.legend(loc="lower left", fontsize=8)
     rows = [*ARMS, "cnn_narrow"]
-    names = {**{k: ARMS[k] for k in ARMS}, "cnn_narrow": f"SmallCNN,\n{NARROW} cells"}
-    names = {k: n.replace(", ", ",\n") for k, n in names.items()}
+    names = {"vit": "ViT", "vit_nopos": "ViT, no\npositions", "vit_local": "ViT,\nlocal",
+             "cnn": "Small-\nCNN", "cnn_narrow": f"Small-\nCNN,\n{NARROW} cells"}  # fmt: skip
     rng = np.random.default_rng(0)  # a fixed jitter, so that overlapping seeds show
     for x, key in enumerate(rows):
         col = cols.get(key, c["muted"])
@@ -406,9 +407,9 @@ def _(data, v):
         ax2.plot(jitter[failed], vals[failed], "x", color=c["red"], ms=5)
         ax2.plot([x - 0.28, x + 0.28], [vals.mean()] * 2, color=col, lw=2)
     ax2.axhline(50, color=c["muted"], lw=1, ls=":")
-    ax2.set_xticks(range(len(rows)), [names[k] for k in rows], fontsize=7.5)
+    ax2.set_xticks(range(len(rows)), [names[k] for k in rows], fontsize=8)
     ax2.set(ylabel="test accuracy (%)", ylim=(40, 102), xlim=(-0.6, len(rows) - 0.4),
-            title="Every seed (× never left chance)")  # fmt: skip
+            title="Every seed")  # fmt: skip
     return fig
 
 
