@@ -207,6 +207,21 @@ def test_max_diff_says_exactly_zero_or_at_most(env):
         env.macros["max_diff"](0.0)
 
 
+def test_rounding_level_facts_print_their_bound_not_their_value(env):
+    """Noise is a bound: a fact recorded with ``tol=`` prints as "less than" / "below" its
+    tol, the same text whatever the CPU computed (5.6e-16 here, 6.7e-16 there); a value at or
+    above its bound, or a bound asked of a fact without one, fails the build."""
+    here, there = book.Fact("d", 5.6e-16, "5.6e-16", 1e-13), book.Fact("d", 6.7e-16, "6.7e-16", 1e-13)
+    for fact in (here, there):
+        assert env.macros["max_diff"](fact) == "less than 1e-13"
+        assert env.macros["below"](fact) == "below 1e-13"
+    assert env.macros["max_diff"](book.Fact("d", 0.0, "0", 1e-6)) == "less than 1e-06"
+    with pytest.raises(BookError, match="not below its bound"):
+        env.macros["below"](book.Fact("d", 2e-13, "2e-13", 1e-13))
+    with pytest.raises(BookError, match="without tol="):
+        env.macros["below"](book.Fact("d", 1e-16, "1e-16"))
+
+
 def test_no_page_names_the_authors_right_before_citing_them():
     """Writing "Xiong et al. {{ cite("xiong2020") }}" prints "Xiong et al. (Xiong et al.,
     2020)": such a sentence uses ``citet``, which prints "Xiong et al. (2020)"."""
