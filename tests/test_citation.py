@@ -211,7 +211,8 @@ def test_rounding_level_facts_print_their_bound_not_their_value(env):
     """Noise is a bound: a fact recorded with ``tol=`` prints as "less than" / "below" its
     tol, the same text whatever the CPU computed (5.6e-16 here, 6.7e-16 there); a value at or
     above its bound, or a bound asked of a fact without one, fails the build."""
-    here, there = book.Fact("d", 5.6e-16, "5.6e-16", 1e-13), book.Fact("d", 6.7e-16, "6.7e-16", 1e-13)
+    here = book.Fact("d", 5.6e-16, "5.6e-16", 1e-13)
+    there = book.Fact("d", 6.7e-16, "6.7e-16", 1e-13)
     for fact in (here, there):
         assert env.macros["max_diff"](fact) == "less than 1e-13"
         assert env.macros["below"](fact) == "below 1e-13"
