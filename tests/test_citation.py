@@ -218,6 +218,7 @@ def test_max_diff_prints_rounding_noise_as_its_bound(env):
     assert env.macros["max_diff"](float64) == "less than 1e-13"
     with pytest.raises(BookError, match="not below its bound"):
         env.macros["max_diff"](book.Fact("d", 2e-5, "2e-05", tol=1e-5))
+    assert env.macros["max_diff"](book.Fact("d", 5e-15, "5e-15", tol=3e-13)) == "less than 3e-13"
 
 
 def test_facts_keep_their_tolerance(tmp_path):
@@ -229,6 +230,22 @@ def test_facts_keep_their_tolerance(tmp_path):
     )
     ch = book.load_facts(path)["ch03"]
     assert ch.a.tol == 1e-5 and ch.b.tol is None
+
+
+def test_rounding_level_facts_print_their_bound_not_their_value(env):
+    """Noise is a bound: a fact recorded with ``tol=`` prints as "less than" / "below" its
+    tol, the same text whatever the CPU computed (5.6e-16 here, 6.7e-16 there); a value at or
+    above its bound, or a bound asked of a fact without one, fails the build."""
+    here = book.Fact("d", 5.6e-16, "5.6e-16", 1e-13)
+    there = book.Fact("d", 6.7e-16, "6.7e-16", 1e-13)
+    for fact in (here, there):
+        assert env.macros["max_diff"](fact) == "less than 1e-13"
+        assert env.macros["below"](fact) == "below 1e-13"
+    assert env.macros["max_diff"](book.Fact("d", 0.0, "0", 1e-6)) == "less than 1e-6"
+    with pytest.raises(BookError, match="not below its bound"):
+        env.macros["below"](book.Fact("d", 2e-13, "2e-13", 1e-13))
+    with pytest.raises(BookError, match="without tol="):
+        env.macros["below"](book.Fact("d", 1e-16, "1e-16"))
 
 
 def test_no_page_names_the_authors_right_before_citing_them():

@@ -51,3 +51,21 @@ from vitbook.figures.ch07_block import gelu_minimum
 
 x_min, y_min = gelu_minimum()
 print(f"GELU's minimum: {y_min:.4f} at x = {x_min:.4f}")
+
+# %% [markdown]
+# ## Pre-norm against post-norm, seed by seed
+#
+# The chapter averages ten seeds; three are enough to see which statements hold in every seed
+# (post-norm's last block gets more gradient, pre-norm's gradient falls with depth) and which
+# do not (the direction of post-norm's trend).
+
+# %%
+from vitbook.figures.ch07_block import gradient_profile
+
+for seed in range(3):
+    pre = gradient_profile("xavier", "pre", seed=seed)["grad"]
+    post = gradient_profile("xavier", "post", seed=seed)["grad"]
+    print(
+        f"seed {seed}: last block post/pre {post[-1] / pre[-1]:.2f},"
+        f" first/last pre {pre[0] / pre[-1]:.2f}, post {post[0] / post[-1]:.2f}"
+    )

@@ -48,3 +48,18 @@ b16 = preset("vit-b/16")
 print("token pairs at 384 px vs 224 px:", round(calc.token_pairs_ratio(b16, 384), 2))
 for step, shape in calc.shape_trace(b16):
     print(f"{step:28s} {shape}")
+
+# %% [markdown]
+# ## The paper's pre-training compute, from the MAC count
+#
+# About 6 FLOPs per forward MAC per training image (a forward and a backward pass), times the
+# 303M images of JFT-300M, times the epochs, against Table 6 of the paper.
+
+# %%
+from vitbook.figures.ch08_scaling import scaling_rows
+
+for r in scaling_rows():
+    print(
+        f"{r['name']:9s} {r['epochs']:2d} epochs: estimate {r['estimate']:7,.0f} exaFLOPs,"
+        f" Table 6 {r['exaflops']:5,}, ImageNet top-1 {r['top1']}%"
+    )

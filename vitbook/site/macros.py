@@ -14,8 +14,10 @@ In a page (``docs/NN-slug.md``):
 * ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation;
 * ``{{ cite_book() }}``, ``{{ cite_chapter(2) }}``, ``{{ cite_figure("ch02/patch-grids") }}``
   give the same citations on any page (the "How to cite" page);
-* ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0" or
-  "at most 7.6e-08";
+* ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0", or, for a
+  rounding error recorded with ``tol=``, the bound "less than 1e-06" (never the value, which
+  changes with the CPU); ``{{ below(ch06.fh_row_sum_max_dev) }}`` prints any such rounding-level
+  quantity as "below 1e-13";
 * ``{{ term("class token") }}`` links a term to its glossary entry; a missing entry fails.
 
 A draft build (``VITBOOK_DRAFT=1 mkdocs build``, never strict) prints a fact or figure that
@@ -109,6 +111,26 @@ def load_facts(path: Path) -> dict[str, Chapter]:
     except FileNotFoundError:
         raise BookError(f"{path} is missing: run `python -m vitbook figures` first") from None
     return {ch: Chapter(ch, facts) for ch, facts in data.items()}
+
+
+def noise_bound(fact: Fact) -> str:
+    """The bound a rounding-level fact is printed as: its ``tol=`` ("1e-13"), checked to hold.
+
+    One helper for every page (``max_diff``, ``below``): a quantity at rounding level moves
+    with the CPU, so the page prints the bound the fact was recorded with, never its value.
+    """
+    value = fact.value
+    if draft() and isinstance(value, float) and value != value:  # not computed yet
+        return fact.text
+    if fact.tol is None:
+        raise BookError(
+            f"{fact.name} is printed as a rounding-level bound but was recorded without tol=;"
+            " record it with rec.fact(..., tol=<the bound>)"
+        )
+    if not abs(value) < fact.tol:
+        raise BookError(f"{fact.name} = {value:g} is not below its bound {fact.tol:g}")
+    mantissa, exponent = f"{fact.tol:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"  # 1e-05 -> "1e-5"
 
 
 def chapter_of(src_path: str) -> int | None:
@@ -460,23 +482,24 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     @env.macro
     def max_diff(fact: Fact) -> str:
-        """A largest difference between two computations as a sentence gives it. Rounding
-        noise is a bound, not a value that changes with the CPU: a fact recorded with
-        ``tol=`` (its largest move across machines) prints as "less than 1e-5", and fails the
-        build if it is not below it. Otherwise "exactly 0" when the two agree bit for bit
-        ("differ by at most 0" says less than it should), else "at most 7.6e-08" (the fact's
-        own text)."""
+        """A largest difference between two computations as a sentence gives it: "exactly 0"
+        when they agree bit for bit ("differ by at most 0" says less than it should); for a
+        rounding error, recorded with ``tol=``, the bound "less than 1e-06" (see ``below``);
+        else "at most 7.6e-08" (the fact's own text)."""
         if not isinstance(fact, Fact):
             raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
         if fact.tol is not None:
-            if not abs(fact.value) < fact.tol:
-                raise BookError(
-                    f"fact {fact.name} = {fact.value!r} is not below its bound {fact.tol!r}:"
-                    " a difference at rounding level should be; find out what changed"
-                )
-            mantissa, exponent = f"{fact.tol:.0e}".split("e")
-            return f"less than {mantissa}e{int(exponent)}"  # 1e-05 -> "less than 1e-5"
+            return f"less than {noise_bound(fact)}"
         return "exactly 0" if fact.value == 0 else f"at most {fact.text}"
+
+    @env.macro
+    def below(fact: Fact) -> str:
+        """A rounding-level quantity as a bound, "below 1e-13", never as its value: the value
+        changes with the CPU (other vector paths, other summation orders), the bound does
+        not. The bound is the fact's ``tol=``, which the cross-machine check enforces."""
+        if not isinstance(fact, Fact):
+            raise BookError(f"below takes a fact such as ch06.fh_row_sum_max_dev, not {fact!r}")
+        return f"below {noise_bound(fact)}"
 
     @env.macro
     def cite(*keys: str) -> str:
