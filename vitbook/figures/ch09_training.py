@@ -252,7 +252,7 @@ def _(d, v):
         for i in range(a.shape[1]):
             ax.plot(shift, a[:, i], "o", color=c[COLOURS[k]], ms=3.5, alpha=0.7, mfc="none")
         ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2, label=name)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 0.3), fontsize=8)
     ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
     ax.text(sizes[0] * 0.82, 100 / len(FINETUNE_CLASSES) - 1.5, "chance", color=c["muted"],
             fontsize=8, va="top")  # fmt: skip
@@ -292,12 +292,12 @@ def _(d, v):
                 ax.plot(steps, 100 * np.array(val), color=c[COLOURS[k]], lw=0.7, alpha=0.6)
             steps = d["curves"][k][i][0][0]
             mean = 100 * np.mean([val for _, val in d["curves"][k][i]], axis=0)
-            ax.plot(steps, mean, color=c[COLOURS[k]], lw=1.8, label=name if i == 0 else None)
+            ax.plot(steps, mean, color=c[COLOURS[k]], lw=1.8, label=name)
         ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
         ax.axvline(EARLY_STEPS, color=c["muted"], lw=0.8, ls=":")
         ax.set(title=f"{n} images", xlabel="optimiser steps", ylim=(0, 102))
     axes[0].set_ylabel("validation accuracy (%)")
-    axes[0].legend(loc="lower right", fontsize=7)
+    axes[-1].legend(loc="lower right", fontsize=7)
     return fig
 
 
@@ -394,15 +394,16 @@ def _(d, v):
         ep = np.arange(1, curves.shape[1] + 1)
         a3.plot(ep, curves.mean(0), color=col, lw=1.8, label=f"{lr:g}")
     a3.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    a3.legend(loc="lower right", fontsize=7, title="rate", title_fontsize=7)
-    a3.set(xlabel="epoch", ylim=(0, 102), title="Fine-tuned ViT, per epoch")
+    a3.legend(loc="lower center", bbox_to_anchor=(0.5, 0.28), ncol=3, fontsize=7, title="rate",
+              title_fontsize=7, handlelength=1.2, columnspacing=0.8)  # fmt: skip
+    a3.set(xlabel="epoch", ylim=(0, 102), title="ViT, per epoch")
     for x, k in enumerate(RECIPES):
         vals = 100 * np.array(d["recipes"][k])
         a2.plot(np.full(len(vals), x), vals, "o", color=c["green"], ms=4, mfc="none")
         a2.plot([x - 0.25, x + 0.25], [vals.mean()] * 2, color=c["green"], lw=2)
     a2.set_xticks(range(len(RECIPES)), list(RECIPES.values()), rotation=30, ha="right",
                   fontsize=8)  # fmt: skip
-    a2.set(ylim=(0, 102), title=f"Fine-tuned ViT at {RECIPE_LR:g}")
+    a2.set(ylim=(0, 102), title=f"ViT at {RECIPE_LR:g}")
     return fig
 
 
@@ -445,6 +446,7 @@ def interpolated_pos(rec):
     for t in after:
         stats.record(rec, f"hires_{t}_after", after[t])
     rec.fact("hires_verdict", stats.verdict(after["interpolated"], after["fresh"]))
+    rec.fact("hires_seeds", len(SEEDS))
     rec.fact("hires_epochs", runs_["fresh"][0]["epochs"])
     rec.fact("hires_seconds", sum(x["seconds"] for v in runs_.values() for x in v), "{:.0f}",
              measured=True)  # fmt: skip
