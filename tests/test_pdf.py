@@ -191,6 +191,7 @@ def figure_captions(chapter_html: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_every_figure_image_is_drawn(printed):
     """Each figure is an image (or a vector drawing): every page that carries a figure's caption
     (found by the caption's own first words, so that a reference to the figure in the prose,
