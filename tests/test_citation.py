@@ -204,6 +204,12 @@ def test_max_diff_says_exactly_zero_or_at_most(env):
     """The page macro for a largest difference (it lives with the citation macros)."""
     assert env.macros["max_diff"](book.Fact("d", 0.0, "0e+00")) == "exactly 0"
     assert env.macros["max_diff"](book.Fact("d", 7.6e-8, "7.6e-08")) == "at most 7.6e-08"
+    # a fact of figures/facts.json keeps its mark (its link to the Numbers appendix)
+    from vitbook.site.provenance import unmark
+
+    marked = env.macros["max_diff"](book.Fact("d", 0.0, "0e+00", "ch06"))
+    assert marked != "exactly 0" and unmark(marked) == "exactly 0"
+    assert unmark(env.macros["max_diff"](book.Fact("d", 1e-7, "1e-07", "ch06"))) == "at most 1e-07"
     with pytest.raises(BookError, match="takes a fact"):
         env.macros["max_diff"](0.0)
 

@@ -162,11 +162,14 @@ def numbers_ids(site: Path) -> set[str]:
 
 
 def printed_in_prose(src: str) -> set[str]:
-    """Facts the page prints in prose: not in a question's title, a formula or a listing."""
+    """Facts the page prints in prose: not in a question's title, a formula, a listing or
+    inline code."""
     text = (DOCS / src).read_text(encoding="utf-8")
     text = re.sub(r"\{%\s*filter equation.*?\{%\s*endfilter\s*%\}", "", text, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = re.sub(r"^\s*\?\?\?.*$", "", text, flags=re.M)
+    text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)
+    text = re.sub(r"`[^`\n]+`", "", text)  # a string fact quoted as code (an error message)
     text = re.sub(r"\$[^$\n]*\$", "", text)
     text = re.sub(r"\{%.*?%\}", "", text, flags=re.S)  # names in conditions print nothing
     return set(provenance.printed_by(DOCS, {src: src}).keys()) & {

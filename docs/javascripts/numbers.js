@@ -22,6 +22,7 @@
   let timer = null;
   let touch = null;
   let touchOpen = false;
+  let quiet = null;  // the number Escape closed the card of: focus alone does not reopen it
 
   const facts = () => {
     const el = document.getElementById("vb-numbers-data");
@@ -137,10 +138,11 @@
   });
   document.addEventListener("focusin", (e) => {
     const num = numberOf(e.target);
-    if (num) show(num);
-    else if (!inCard(e.target)) hide();
+    if (num && num !== quiet) show(num);
+    else if (!num && !inCard(e.target)) hide();
   });
   document.addEventListener("focusout", (e) => {
+    if (quiet && e.target === quiet) quiet = null;
     if (!owner) return;
     const next = e.relatedTarget;
     if (next && (next === owner || inCard(next))) return;
@@ -149,6 +151,7 @@
   document.addEventListener("keydown", (e) => {
     if (e.key !== "Escape" || !card) return;
     const back = inCard(document.activeElement) ? owner : null;
+    quiet = owner;
     hide();
     if (back) back.focus({preventScroll: true});
   });

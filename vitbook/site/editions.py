@@ -479,15 +479,32 @@ def deploy(
 
 
 def build_dist(root: Path, dist: Path) -> list[Path]:
-    """The wheel and the sdist of the package at this commit, into ``dist``."""
+    """The wheel and the sdist of the package as this checkout has it (its files that git
+    tracks or would track, so nothing ignored and no build leftovers), into ``dist``. Built
+    from a copy, with the setuptools already installed: no build isolation, no download."""
+    import shutil
+    import tempfile
+
     dist.mkdir(parents=True, exist_ok=True)
+    listed = git(root, "ls-files", "-co", "--exclude-standard", "-z") or ""
+    keep = ("vitbook/", "pyproject.toml", "README.md", "LICENSE", "setup.cfg", "MANIFEST.in")
+    with tempfile.TemporaryDirectory(prefix="vitbook-dist-") as tmp:
+        for name in filter(None, listed.split("\0")):
+            src = Path(root) / name
+            if name.startswith(keep) and src.is_file():
+                (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, Path(tmp) / name)
+        return _build(Path(tmp), dist)
+
+
+def _build(src: Path, dist: Path) -> list[Path]:
     code = (
         "import sys; from setuptools import build_meta as b; d = sys.argv[1]; "
         "w = b.build_wheel(d); s = b.build_sdist(d); print('\\nDIST', w, s)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(dist.resolve())],
-        cwd=root, capture_output=True, text=True, check=True,
+        cwd=src, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     names = re.findall(r"^DIST (\S+) (\S+)$", out, re.M)[-1]
     return [dist / name for name in names]

@@ -476,7 +476,10 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         "at most 7.6e-08" (the fact's own text)."""
         if not isinstance(fact, Fact):
             raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
-        return "exactly 0" if fact.value == 0 else f"at most {fact.text}"
+        if fact.value == 0:  # still the fact's number, linked to its provenance
+            zero = Fact(fact.name, fact.value, "0", fact.chapter)
+            return f"exactly {zero}"
+        return f"at most {fact}"
 
     @env.macro
     def cite(*keys: str) -> str:

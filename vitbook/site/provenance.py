@@ -388,12 +388,12 @@ def appendix_html(
         for e in sorted(by_chapter[chapter], key=lambda e: e.name):
             bits = [f"<strong>{KIND_TEXT[e.kind]}</strong>"]
             if e.function:
-                where = (
-                    f"<code>{esc(e.function)}</code> in <code>{esc(e.file or '')}</code>, "
-                    f"lines {e.lines[0]}–{e.lines[1]}"
-                )
                 url = source_url(repo, commit, e)
-                bits.append(f'by <a href="{esc(url)}">{where}</a>' if url else f"by {where}")
+                fn = f"<code>{esc(e.function)}()</code>"
+                fn = f'<a href="{esc(url)}">{fn}</a>' if url else fn
+                bits.append(
+                    f"by {fn} in <code>{esc(e.file or '')}</code>, lines {e.lines[0]}–{e.lines[1]}"
+                )
             bits.append(f"item <code>{esc(e.item)}</code>")
             if e.seeds:
                 spread = (
@@ -416,9 +416,9 @@ def appendix_html(
                 f'<code class="vb-fact-name">{esc(e.name)}</code> = <span class="vb-fact-value">'
                 f"{esc(e.text)}</span></p><p>{'; '.join(bits)}.</p></div>"
             )
-        parts.append(
-            f'<h2 id="numbers-{chapter}">{esc(heading)}</h2>\n<div class="vb-facts">\n'
-            + "\n".join(rows)
-            + "\n</div>"
+        parts.append(  # a Markdown heading (in the page's contents), then one block of HTML
+            f"## {heading} {{ #numbers-{chapter} }}\n\n"
+            f"{len(rows)} numbers.\n\n"
+            '<div class="vb-facts">\n' + "\n".join(rows) + "\n</div>\n"
         )
     return "\n".join(parts)
