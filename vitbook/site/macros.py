@@ -478,8 +478,8 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
         if fact.value == 0:  # still the fact's number, linked to its provenance
             zero = Fact(fact.name, fact.value, "0", fact.chapter)
-            return f"exactly {zero}"
-        return f"at most {fact}"
+            return "exactly " + str(zero)
+        return "at most " + str(fact)  # str(): the marked text (an f-string gives .text)
 
     @env.macro
     def cite(*keys: str) -> str:
