@@ -329,6 +329,7 @@ def test_release_steps_publish_editions_beside_each_other(tmp_path, browser):
     assert f"commit {second[:7]}" in page and f"edition 0.2.0 ({date}" in page
     assert "https://vitbook.github.io/vitbook/0.2.0/02-patches/" in page
     assert "Changes since edition 0.1.0" in page and "Ch 2: a number corrected" in page
+    assert ": Edition 0.2.0</li>" not in page  # the release commit itself is not a change
     assert f"ch02.{name}" in page and f"{old_text}</td>" in page and f"{new_text}</td>" in page
     assert "a correction" in page
     old_page = (pages / "0.1.0" / "02-patches" / "index.html").read_text()
@@ -342,15 +343,16 @@ def test_release_steps_publish_editions_beside_each_other(tmp_path, browser):
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         try:
-            page.goto(base + "0.2.0/02-patches/", wait_until="load")
+            page.goto(base + "0.2.0/02-patches/", wait_until="load", timeout=120000)
             selector = page.locator(".md-version")
-            selector.wait_for(timeout=10000)
+            selector.wait_for(timeout=30000)
             assert "Edition 0.2.0" in page.locator(".md-version__current").inner_text()
             titles = page.locator(".md-version__link").all_inner_texts()
             assert any("0.2.0" in t for t in titles) and any("0.1.0" in t for t in titles)
-            page.locator(".md-version__current").hover()
+            page.locator(".md-version").hover()  # opens the list
             page.locator(".md-version__link", has_text="0.1.0").click()
-            page.wait_for_url("**/0.1.0/**", timeout=10000)
+            page.wait_for_url("**/0.1.0/**", timeout=30000, wait_until="commit")
+            page.wait_for_load_state("load")
             assert "/0.1.0/02-patches/" in page.url
             assert f"commit {first[:7]}" in page.locator(".admonition.quote").first.inner_text()
         finally:

@@ -284,6 +284,16 @@ def log(root: Path, since: str | None, paths: list[str], until: str = "HEAD") ->
     return changes
 
 
+def release_commits(root: Path, versions: list[str]) -> set[str]:
+    """The commits the edition tags point at (``prepare``'s commits: versions, not changes)."""
+    out = set()
+    for v in versions:
+        sha = (git(root, "rev-parse", f"v{v}^{{commit}}") or "").strip()
+        if sha:
+            out.add(sha)
+    return out
+
+
 def chapter_paths(n: int, root: Path = ROOT) -> list[str]:
     """The files a chapter's text and numbers come from: its page, its figure modules, its
     notebook."""

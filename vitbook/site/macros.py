@@ -639,7 +639,12 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
                 f"cannot list what changed since edition {since}; see the "
                 f"[history]({ed.repo}/commits/{ed.ref}) instead.\n"
             )
-        commits = editions.log(root, since, editions.chapter_paths(n, root))
+        releases = editions.release_commits(root, list(ed.editions))
+        commits = [
+            c
+            for c in editions.log(root, since, editions.chapter_paths(n, root))
+            if c.commit not in releases  # "Edition X.Y.Z": the version written, no change
+        ]
         lines = [f"    Between edition {since} and {this}:", ""]
         if commits:
             for c in commits:
