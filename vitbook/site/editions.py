@@ -68,8 +68,17 @@ def vkey(version: str) -> tuple[int, int, int]:
 
 
 def package_version(root: Path = ROOT) -> str:
-    """The version in ``pyproject.toml``: the edition this text is, or will be."""
-    return tomllib.loads((Path(root) / "pyproject.toml").read_text())["project"]["version"]
+    """The version in ``pyproject.toml``: the edition this text is, or will be (a project
+    without one, such as a test's scratch site, gets the installed package's)."""
+    path = Path(root) / "pyproject.toml"
+    if not path.is_file():
+        from importlib import metadata
+
+        try:
+            return metadata.version("vitbook")
+        except metadata.PackageNotFoundError:
+            return "0.0.0"
+    return tomllib.loads(path.read_text())["project"]["version"]
 
 
 def tags(root: Path, ref: str = "HEAD") -> list[str]:

@@ -111,12 +111,21 @@ class Chapter:
         return self._facts.keys()
 
 
-def load_facts(path: Path) -> dict[str, Chapter]:
+def load_facts(path: Path, linked: bool = True) -> dict[str, Chapter]:
+    """The facts of ``figures/facts.json`` by chapter; ``linked``: each prints marked, for the
+    page hook to link (:mod:`vitbook.site.provenance`)."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise BookError(f"{path} is missing: run `python -m vitbook figures` first") from None
-    return {ch: Chapter(ch, facts, linked=True) for ch, facts in data.items()}
+    return {ch: Chapter(ch, facts, linked=linked) for ch, facts in data.items()}
+
+
+def links_numbers(conf: Any) -> bool:
+    """Whether the book's page hook runs in this build (it turns the marked numbers into links;
+    a project that uses only the macros gets plain numbers)."""
+    hooks = conf.get("hooks") or []
+    return any(str(h).replace("\\", "/").endswith("vitbook/site/hooks.py") for h in hooks)
 
 
 def chapter_of(src_path: str) -> int | None:
@@ -323,7 +332,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     conf = env.conf
     docs_dir = conf["docs_dir"]
     facts_path = Path(env.project_dir) / "figures" / "facts.json"
-    env.variables.update(load_facts(facts_path))
+    env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
     extra = conf.get("extra", {})
     ed = editions.current(Path(env.project_dir), conf)
