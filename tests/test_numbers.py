@@ -56,7 +56,7 @@ def test_numbers_in_prose_become_links_and_stay_plain_where_a_link_cannot_stand(
     html = done.html
     assert provenance.OPEN not in html and provenance.CLOSE not in html
     links = re.findall(r'<a class="vb-num" href="([^"]+)" data-vb-fact="([^"]+)">196</a>', html)
-    assert links == [("../numbers/#ch02-tokens_p16", "ch02.tokens_p16")] * 2
+    assert links == [("../numbers/ch02/#ch02-tokens_p16", "ch02.tokens_p16")] * 2
     assert done.linked == ["ch02.tokens_p16"] * 2 and len(done.plain) == 7
     assert "<code>196</code>" in html and "see 196</a>" in html and 'alt="a grid of 196' in html
     assert "\\(196\\)" in html and "\\[196\\]" in html and "<span>196</span>" in html
@@ -184,12 +184,13 @@ def test_every_number_of_a_chapter_links_to_its_numbers_entry(src):
     html = (site / src.removesuffix(".md") / "index.html").read_text(encoding="utf-8")
     ids = numbers_ids(site)
     links = re.findall(
-        r'<a class="vb-num" href="\.\./numbers/#([^"]+)" data-vb-fact="([^"]+)">', html
+        r'<a class="vb-num" href="\.\./numbers/(ch\d\d)/#([^"]+)" data-vb-fact="([^"]+)">', html
     )
     assert links, f"{src}: no number is linked"
-    assert sorted({a for a, _ in links} - ids) == [], f"{src}: links to no entry"
-    assert all(provenance.anchor(name) == a for a, name in links)
-    linked = {name for _, name in links}
+    dangling = sorted({(ch, a) for ch, a, _ in links if a not in ids.get(ch, [])})
+    assert dangling == [], f"{src}: links to no entry: {dangling}"
+    assert all(provenance.anchor(name) == a and name.startswith(ch) for ch, a, name in links)
+    linked = {name for _, _, name in links}
     missing = sorted(n for n in printed_in_prose(src) - linked if n.split(".")[0] in FACTS
                      and n.split(".", 1)[1] in FACTS[n.split(".")[0]])  # fmt: skip
     assert missing == [], f"{src}: printed without a link: {missing}"
@@ -218,18 +219,22 @@ def test_no_page_is_left_with_a_marked_number():
 @pytest.mark.slow
 def test_the_numbers_appendix_lists_every_fact_once_and_search_finds_it():
     site = built()
-    page = (site / "numbers" / "index.html").read_text(encoding="utf-8")
-    ids = re.findall(r'<div class="vb-fact" id="([^"]+)"', page)
-    expected = sorted(provenance.anchor(f"{ch}.{n}") for ch, facts in FACTS.items() for n in facts)
-    assert sorted(ids) == expected and len(ids) == len(set(ids))
+    pages = numbers_ids(site)
+    assert sorted(pages) == sorted(FACTS)  # one page per chapter
+    for ch, ids in pages.items():
+        expected = sorted(provenance.anchor(f"{ch}.{n}") for n in FACTS[ch])
+        assert sorted(ids) == expected and len(ids) == len(set(ids)), ch
+    page = (site / "numbers" / "ch02" / "index.html").read_text(encoding="utf-8")
     entry = page[page.index('id="ch02-tokens_p16"') :][:2000]
     assert "token_counts" in entry and "vitbook/figures/ch02_patches.py" in entry
-    assert 'href="../02-patches/"' in entry  # the page that prints it
-    index = json.loads((site / "search" / "search_index.json").read_text())
-    hits = [d for d in index["docs"] if d["location"].startswith("numbers/")]
+    assert 'href="../../02-patches/"' in entry  # the page that prints it
+    index = (site / "numbers" / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{ch}/"' in index for ch in FACTS)
+    search = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    hits = [d for d in search if d["location"].startswith("numbers/ch02/")]
     assert hits and any("tokens_p16" in d["text"] for d in hits)
     # the cards' data is not indexed as text
-    assert not any('"facts":' in d["text"] for d in index["docs"])
+    assert not any('"facts":' in d["text"] for d in search)
 
 
 @pytest.mark.slow

@@ -128,7 +128,7 @@ def test_phone_first_tap_opens_second_tap_follows(browser, base_url) -> None:
         num.tap()
         # Material's instant navigation changes the address without a new load event
         page.wait_for_url(
-            re.compile(r".*/numbers/#" + re.escape(anchor)),
+            re.compile(r".*/numbers/ch02/#" + re.escape(anchor)),
             timeout=NAVIGATION_MS,
             wait_until="commit",
         )

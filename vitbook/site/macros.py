@@ -538,6 +538,13 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             raise BookError(f"{src} is not in the nav of mkdocs.yml")
         return title
 
+    def title_of(src: str) -> str:
+        """A page's title in the nav, or (a section's index page) its file name."""
+        try:
+            return nav_title(src)
+        except BookError:
+            return src.removesuffix(".md")
+
     def which() -> tuple[str, str, str]:
         """How a citation names this copy: (BibTeX version line, BibTeX note, plain text)."""
         if ed.edition:
@@ -690,7 +697,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
                     "    |---|---|---|",
                 ]
                 for name, a, b in moved:
-                    entry = f"[`{name}`]({rel('numbers/')}#{provenance.anchor(name)})"
+                    entry = f"[`{name}`]({rel(provenance.entry_url(name))})"
                     lines.append(
                         f"    | {entry} | {html.escape(a) if a is not None else '(none)'} | "
                         f"{html.escape(b) if b is not None else '(removed)'} |"
@@ -763,18 +770,29 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         return box("Citing the book", plain, bib)
 
     @env.macro
-    def numbers_appendix() -> str:
-        """Every fact of the book by chapter, one anchor each, with its provenance and the
-        pages that print it (the Numbers appendix, ``docs/numbers.md``)."""
-        pages = {src: url for src, url in nav_pages(conf.get("nav"))}
+    def numbers_appendix(n: int | None = None) -> str:
+        """The Numbers appendix (``docs/numbers/``): on chapter ``n``'s page, every fact of the
+        chapter, one anchor each, with its provenance and the pages that print it; without
+        ``n``, the list of those pages with how many numbers each holds."""
+        pages = dict(nav_pages(conf.get("nav")))
         titles = {}
         for src, url in pages.items():
-            n = chapter_of(src)
-            if n is not None:
-                titles[f"ch{n:02d}"] = (f"Chapter {nav_title(src)}", url)
-        page_titles = {url: nav_title(src) for src, url in pages.items()}
+            k = chapter_of(src)
+            if k is not None:
+                titles[f"ch{k:02d}"] = (f"Chapter {nav_title(src)}", url)
+        page_titles = {url: title_of(src) for src, url in pages.items()}
         entries = provenance.ledger(Path(env.project_dir), pages, Path(docs_dir))
-        return provenance.appendix_html(entries, titles, page_titles, ed.repo, ed.commit, rel(""))
+        if n is None:
+            counts: dict[str, int] = {}
+            for e in entries.values():
+                counts[e.chapter] = counts.get(e.chapter, 0) + 1
+            return "\n".join(
+                f"- [{titles.get(ch, (ch, ''))[0]}]({ch}.md): {count} numbers"
+                for ch, count in sorted(counts.items())
+            )
+        return provenance.appendix_html(
+            entries, titles, page_titles, ed.repo, ed.commit, rel(""), chapter=f"ch{n:02d}"
+        )
 
     @env.macro
     def errata_list() -> str:
@@ -879,7 +897,8 @@ def nav_pages(nav: Any) -> list[tuple[str, str]]:
                     walk(value)
                 elif isinstance(value, str) and "://" not in value:
                     stem = re.sub(r"\.(md|py)$", "", value)
-                    found.append((value, "" if stem == "index" else stem + "/"))
+                    stem = "" if stem == "index" else stem.removesuffix("/index")
+                    found.append((value, stem + "/" if stem else ""))
 
     walk(nav)
     return found

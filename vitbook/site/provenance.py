@@ -64,6 +64,11 @@ def unmark(text: str) -> str:
     return MARK_RE.sub(lambda m: m.group(2), text)
 
 
+def entry_url(name: str) -> str:
+    """Where a fact's entry is, from the site's root: the Numbers page of its chapter."""
+    return f"numbers/{name.split('.', 1)[0]}/#{anchor(name)}"
+
+
 def anchor(name: str) -> str:
     """The id of a fact's Numbers entry: ``ch02.tokens_p16`` -> ``ch02-tokens_p16``."""
     return name.replace(".", "-", 1)
@@ -90,7 +95,8 @@ class Linked:
 
 
 def link_numbers(page_html: str, numbers_url: str) -> Linked:
-    """Turn the marked numbers of a page's HTML into links to ``numbers_url#<anchor>``.
+    """Turn the marked numbers of a page's HTML into links to their entries, on the Numbers
+    page of their chapter (``numbers_url`` is the way to the site's root + ``numbers/``).
 
     A number inside a formula (``class="arithmatex"``), a listing, a summary, a link or an
     attribute is printed as plain text; one inside a summary keeps a ``data-vb-fact`` span so
@@ -111,7 +117,7 @@ def link_numbers(page_html: str, numbers_url: str) -> Linked:
                 return unmark(shown)
             result.linked.append(name)
             return (
-                f'<a class="vb-num" href="{numbers_url}#{anchor(name)}" '
+                f'<a class="vb-num" href="{numbers_url}{name.split(".", 1)[0]}/#{anchor(name)}" '
                 f'data-vb-fact="{name}">{unmark(shown)}</a>'
             )
 
@@ -373,19 +379,22 @@ def appendix_html(
     repo: str,
     commit: str,
     rel: str,
+    chapter: str | None = None,
 ) -> str:
-    """The Numbers appendix: every fact by chapter, one anchor each, with its provenance and
-    the pages that print it. ``titles``: ``chNN -> (heading, page url)``; ``page_titles``:
-    ``url -> title``; ``rel``: the way from the appendix to the site's root."""
+    """The Numbers appendix: every fact by chapter (only ``chapter``'s, without a heading, for
+    its own page), one anchor each, with its provenance and the pages that print it.
+    ``titles``: ``chNN -> (heading, page url)``; ``page_titles``: ``url -> title``; ``rel``:
+    the way from the appendix's page to the site's root."""
     esc = html.escape
     by_chapter: dict[str, list[Entry]] = {}
     for e in entries.values():
-        by_chapter.setdefault(e.chapter, []).append(e)
+        if chapter is None or e.chapter == chapter:
+            by_chapter.setdefault(e.chapter, []).append(e)
     parts = []
-    for chapter in sorted(by_chapter):
-        heading, _url = titles.get(chapter, (chapter, ""))
+    for chapter_key in sorted(by_chapter):
+        heading, _url = titles.get(chapter_key, (chapter_key, ""))
         rows = []
-        for e in sorted(by_chapter[chapter], key=lambda e: e.name):
+        for e in sorted(by_chapter[chapter_key], key=lambda e: e.name):
             bits = [f"<strong>{KIND_TEXT[e.kind]}</strong>"]
             if e.function:
                 url = source_url(repo, commit, e)
@@ -416,9 +425,9 @@ def appendix_html(
                 f'<code class="vb-fact-name">{esc(e.name)}</code> = <span class="vb-fact-value">'
                 f"{esc(e.text)}</span></p><p>{'; '.join(bits)}.</p></div>"
             )
+        head = "" if chapter else f"## {heading} {{ #numbers-{chapter_key} }}\n\n"
         parts.append(  # a Markdown heading (in the page's contents), then one block of HTML
-            f"## {heading} {{ #numbers-{chapter} }}\n\n"
-            f"{len(rows)} numbers.\n\n"
+            f"{head}{len(rows)} numbers.\n\n"
             '<div class="vb-facts">\n' + "\n".join(rows) + "\n</div>\n"
         )
     return "\n".join(parts)
