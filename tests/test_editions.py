@@ -210,12 +210,16 @@ strict: false
 nav:
   - Home: index.md
   - "2. From image to sequence: patches": 02-patches.md
-  - Numbers: numbers.md
+  - Numbers:
+      - numbers/index.md
+      - "Chapter 2": numbers/ch02.md
   - How to cite: citing.md
   - Errata: errata.md
 exclude_docs: |
   /0[013-9]-*.md
   /10-*.md
+  /numbers/ch0[013-9].md
+  /numbers/ch10.md
   /notebooks/
   /lab-*
   /practice.*
