@@ -153,12 +153,12 @@ def built() -> Path:
         pytest.fail(str(exc), pytrace=False)
 
 
-def numbers_ids(site: Path) -> set[str]:
-    return set(
-        re.findall(
-            r'<div class="vb-fact" id="([^"]+)"', (site / "numbers" / "index.html").read_text()
-        )
-    )
+def numbers_ids(site: Path) -> dict[str, list[str]]:
+    """The entries of each chapter's Numbers page: ``chNN -> [anchor, ...]``."""
+    return {
+        page.parent.name: re.findall(r'<div class="vb-fact" id="([^"]+)"', page.read_text())
+        for page in sorted((site / "numbers").glob("ch[0-9][0-9]/index.html"))
+    }
 
 
 def printed_in_prose(src: str) -> set[str]:
