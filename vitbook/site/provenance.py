@@ -404,12 +404,14 @@ def appendix_html(
                     f"by {fn} in <code>{esc(e.file or '')}</code>, lines {e.lines[0]}–{e.lines[1]}"
                 )
             bits.append(f"item <code>{esc(e.item)}</code>")
+            tol = f"another CPU may move it by up to {e.tol:.4g}" if e.tol is not None else ""
             if e.seeds:
                 spread = (
                     f", lowest {esc(e.low)}, highest {esc(e.high)}" if e.low is not None else ""
                 )
-                tol = f"; across machines within {e.tol:.4g}" if e.tol is not None else ""
-                bits.append(f"{e.seeds} seeds{spread}{tol}")
+                bits.append(f"over {e.seeds} seeds{spread}" + (f"; {tol}" if tol else ""))
+            elif tol and e.kind == "trained":
+                bits.append(tol)
             bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
             if e.trained_on:
                 bits.append(f"runs trained on: {esc(', '.join(e.trained_on))}")
