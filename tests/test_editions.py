@@ -211,7 +211,7 @@ nav:
   - Home: index.md
   - "2. From image to sequence: patches": 02-patches.md
   - Numbers:
-      - numbers/index.md
+      - Numbers: numbers/index.md
       - "Chapter 2": numbers/ch02.md
   - How to cite: citing.md
   - Errata: errata.md

@@ -216,3 +216,19 @@ def test_zizmor_offline_reports_no_high_severity_finding() -> None:
         if f["determinations"]["severity"] in ("High", "Medium")
     ]
     assert not high, "zizmor findings:\n  " + "\n  ".join(high)
+
+
+def test_the_erratum_template_asks_what_a_correction_needs() -> None:
+    """Which chapter, which sentence, what is wrong, the reader's evidence (and the edition)."""
+    form = yaml.safe_load((ROOT / ".github" / "ISSUE_TEMPLATE" / "erratum.yml").read_text())
+    fields = {b["id"]: b for b in form["body"] if b.get("id")}
+    assert {"edition", "chapter", "sentence", "wrong", "evidence"} <= set(fields)
+    assert all(fields[k]["validations"]["required"] for k in fields)
+
+
+def test_the_pull_request_template_carries_contributings_figure_checklist() -> None:
+    template = (ROOT / ".github" / "pull_request_template.md").read_text()
+    items = re.findall(r"^- \[ \] (.+)$", template, re.M)
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert len(items) >= 6
+    assert [i for i in items if f"- {i}\n" not in contributing] == []
