@@ -131,7 +131,8 @@ def test_citation_cff_schema_rejects_broken_files(cff):
 def test_citation_cff_agrees_with_package_and_site(cff):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     site = mkdocs_config()
-    assert cff["version"] == project["version"] == site["extra"]["version"]
+    assert cff["version"] == project["version"]
+    assert "version" not in site["extra"]  # Material's version selector: the hooks set it
     assert cff["title"] == site["site_name"] == cff["preferred-citation"]["title"]
     assert cff["url"] == site["site_url"]
     assert cff["preferred-citation"]["year"] == int(site["extra"]["year"])
@@ -203,6 +204,13 @@ def test_max_diff_says_exactly_zero_or_at_most(env):
     """The page macro for a largest difference (it lives with the citation macros)."""
     assert env.macros["max_diff"](book.Fact("d", 0.0, "0e+00")) == "exactly 0"
     assert env.macros["max_diff"](book.Fact("d", 7.6e-8, "7.6e-08")) == "at most 7.6e-08"
+    # a fact of figures/facts.json keeps its mark (its link to the Numbers appendix)
+    from vitbook.site.provenance import unmark
+
+    marked = env.macros["max_diff"](book.Fact("d", 0.0, "0e+00", chapter="ch06"))
+    assert marked != "exactly 0" and unmark(marked) == "exactly 0"
+    small = book.Fact("d", 1e-7, "1e-07", chapter="ch06")
+    assert unmark(env.macros["max_diff"](small)) == "at most 1e-07"
     with pytest.raises(BookError, match="takes a fact"):
         env.macros["max_diff"](0.0)
 
@@ -279,13 +287,15 @@ def test_every_citation_in_the_book_resolves():
         assert entry.get("url", "").startswith("http"), f"{key} has no url"
 
 
-def test_cite_box_carries_version_chapter_and_url(env):
+def test_cite_box_names_the_latest_text_as_not_an_edition(env, monkeypatch):
     box = env.macros["cite_box"]()
-    assert box.startswith('!!! quote "Cite this chapter"')
+    ed = env.variables["edition"]
+    assert 'Cite this chapter"' in box and box.index("Changes") < box.index("Cite this chapter")
     assert "@incollection{vitbook-ch02," in box
     assert "title     = {Chapter 2: From image to sequence}" in box
-    assert "version   = {0.1.0}" in box and "note      = {Version 0.1.0}" in box
-    assert "edition" not in box  # styles print an edition as "0.1.0 edition"
+    assert f"note      = {{Latest text, not an edition: commit {ed['short']}, built " in box
+    assert "version   =" not in box  # the latest text has no version to cite
+    assert "edition" in box.split("```bibtex")[0]  # says to cite an edition
     assert re.search(r"urldate   = \{\d{4}-\d\d-\d\d\}", box)
     assert "https://vitbook.github.io/vitbook/02-patches/" in box
     # the chapter's PDF (vitbook/site/pdf.py prints it under this name) and the book's
@@ -303,7 +313,7 @@ def test_cite_figure_and_equation_give_number_and_anchor(env):
     fig = env.macros["cite_figure"]("ch02/patch-grids")
     assert "Figure 2.1, in Chapter 2: From image to sequence: patches" in fig
     assert "https://vitbook.github.io/vitbook/02-patches/#fig-patch-grids" in fig
-    assert "note      = {Figure 2.1; version 0.1.0}" in fig
+    assert "note      = {Figure 2.1; Latest text, not an edition: commit" in fig
     eq = env.macros["cite_figure"]("ch02/patch-count")
     assert "Eq. 2.1" in eq and "#eq-patch-count" in eq
     with pytest.raises(BookError):
@@ -314,7 +324,7 @@ def test_cite_book_and_chapter_from_any_page(env):
     env.go("citing.md", "How to cite")
     whole = env.macros["cite_book"]()
     assert "@book{vitbook," in whole and "Vision Transformers, Computed" in whole
-    assert "version 0.1.0" in whole
+    assert "latest text, not an edition" in whole
     ch = env.macros["cite_chapter"](2)
     assert "@incollection{vitbook-ch02," in ch and "/02-patches/" in ch
     with pytest.raises(BookError):

@@ -1,31 +1,48 @@
-"""MkDocs hooks: serve the rendered figures and the locally installed MathJax with the site.
+"""MkDocs hooks: serve the rendered figures and the locally installed MathJax with the site;
+link every printed number to its provenance; name the edition.
 
 ``mkdocs.yml`` lists this file under ``hooks``. Figures are copied from ``figures/`` and
 MathJax from ``node_modules`` (installed by ``npm ci`` from the pinned ``package-lock.json``),
-so the built site asks no other host for anything.
+so the built site asks no other host for anything. The numbers the macros print
+(:mod:`vitbook.site.provenance`) become links to the Numbers appendix, with the data of their
+cards. A versioned build (``MIKE_DOCS_VERSION``, see :mod:`vitbook.site.editions`) is served
+under its version's path and shows Material's version selector.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from vitbook.site import fonts, math
+from vitbook.site import editions, fonts, math, provenance
 from vitbook.site import macros as book
 
 MATHJAX = Path("node_modules/mathjax/es5")
 
 
+#: This build's copy of the book and its facts' provenance (set by on_config).
+STATE: dict[str, Any] = {}
+
+
 def on_config(config: Any) -> Any:
     book.numbering.cache_clear()
     book.bibliography.cache_clear()
+    project = Path(config["config_file_path"]).parent
+    root_url = config["extra"].setdefault("site_root", config.get("site_url") or "")
+    ed = editions.current(project, {**config, "site_url": root_url})
+    if ed.path:  # served under <version>/ beside the other versions: Material's selector
+        config["site_url"] = ed.url
+        config["extra"]["version"] = {"provider": "mike"}
+    config["extra"]["edition"] = ed.as_dict()
+    STATE["edition"] = ed
+    STATE["facts"] = provenance.ledger(project)
     notebooks = config["plugins"].get("mkdocs-jupyter")
     if notebooks is not None:
-        root = Path(config["config_file_path"]).parent
         folder = Path(notebooks.config["cache_dir"]).parts[0:2]  # .cache/mkdocs-jupyter
-        notebooks.config["cache_dir"] = str(Path(*folder) / package_key(root / "vitbook"))
+        notebooks.config["cache_dir"] = str(Path(*folder) / package_key(project / "vitbook"))
     return config
 
 
@@ -109,14 +126,35 @@ def code_line_indents(html: str) -> str:
     )
 
 
+def link_numbers(html: str, page: Any) -> str:
+    """The page's printed numbers as links to their Numbers entries, and the data of their
+    cards (once per fact) at the end of the page's content."""
+    if provenance.OPEN not in html:
+        return html
+    numbers = "../" * page.url.count("/") + "numbers/"
+    done = provenance.link_numbers(html, numbers)
+    if not done.linked:
+        return done.html
+    ed = STATE.get("edition")
+    data = provenance.page_data(
+        done.linked, STATE.get("facts", {}), ed.repo if ed else "", ed.commit if ed else "", numbers
+    )
+    return done.html + "\n" + data
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed),
-    and mark each listing line's indentation for wrapping."""
-    return code_line_indents(math.typeset_page(html))
+    """Link the printed numbers (before the formulas are typeset, so that a number inside one
+    stays TeX), typeset the page's formulas at build time (SVG in the page: no math runtime
+    needed), and mark each listing line's indentation for wrapping."""
+    return code_line_indents(math.typeset_page(link_numbers(html, page)))
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:
-    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too."""
+    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too. A
+    number printed outside the content (a heading in the table of contents, the title) is
+    plain text."""
+    if provenance.OPEN in output:
+        output = provenance.unmark(output)
     if page.file.src_path.endswith(".py"):
         return math.typeset_dollars(output)
     return output
@@ -149,3 +187,7 @@ def on_post_build(config: Any) -> None:
     for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions"):
         shutil.copytree(mathjax / sub, out / sub, dirs_exist_ok=True)
     fonts.install(site, cache=project / ".cache" / "vitbook" / "fonts")
+    # how to cite this copy: the repository's CITATION.cff with its commit and address
+    ed = STATE.get("edition") or editions.current(project)
+    (site / "CITATION.cff").write_text(editions.citation_cff(project, ed), encoding="utf-8")
+    (site / "edition.json").write_text(json.dumps(ed.as_dict(), indent=1) + "\n")
