@@ -8,6 +8,9 @@ nox -s tests      the whole test suite, browser tests included (needs Debian's c
                   item recomputed from the frozen runs, and a rotating shard of runs retrained
 nox -s tests -- -m "not slow"   the quick tier: no site build, browser, notebook or training tests
 nox -s verify     retrain every frozen run from nothing and compare (`-- --shard K/N`: a part)
+nox -s edition -- X.Y.Z   the edition tagged vX.Y.Z (and its PDF) into the gh-pages branch with
+                  mike, its wheel, sdist, PDFs and CITATION.cff into dist/; `-- latest` the
+                  latest text (what the Pages workflow publishes); nothing is pushed
 nox -s lint       ruff, eslint for the explorers, actionlint and zizmor for the workflows
 nox -s bench      the model's speed benchmarks, Lighthouse scores per chapter and the explorers'
                   data sizes and repaint times (not a test); `nox -s bench -- --cold-build`
@@ -89,6 +92,19 @@ def pdf(session: nox.Session) -> None:
     # VITBOOK_PDF=1: the chapters link the PDFs printed next (vitbook.site.macros.pdf_edition)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV | {"VITBOOK_PDF": "1"})
     session.run("python", "-m", "vitbook.site.pdf", "site", *session.posargs, env=ENV)
+
+
+@nox.session(python=PYTHON)
+def edition(session: nox.Session) -> None:
+    """An edition (`-- X.Y.Z`, at its tag) or the latest text (`-- latest`), built with its PDF
+    into the gh-pages branch under its own path (vitbook/site/editions.py); an edition's
+    wheel, sdist, PDFs and CITATION.cff also go to dist/ for its release."""
+    if len(session.posargs) != 1:
+        session.error("give the version: nox -s edition -- 0.2.0 (or -- latest)")
+    install(session)
+    session.run("python", "-m", "vitbook", "figures", "--check", env=ENV)
+    session.run("python", "-m", "vitbook.site.editions", "release", session.posargs[0],
+                "--dist", "dist", env=ENV)  # fmt: skip
 
 
 @nox.session(python=PYTHON)

@@ -33,15 +33,23 @@
 # Download this notebook with the button at the top of the page and run it yourself.
 
 # %%
-# Install the book's package, at the version of this book, unless it is already installed
-# (on Colab or a fresh machine; see the README).
+# Install the book's package, at the edition this notebook belongs to, unless it is already
+# installed (on Colab or a fresh machine; see the README).
 import importlib.util
 import subprocess
 import sys
 
-VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+EDITION = None  # this notebook's edition, written when one is released; None: none is yet
+REPO = "https://github.com/vitbook/vitbook"
 if importlib.util.find_spec("vitbook") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+    if EDITION is None:
+        raise RuntimeError(
+            "No edition of the book has been released yet, so there is no vitbook package to "
+            f"install by its version. Install it from the repository: git clone {REPO}, then "
+            "pip install -e ./vitbook"
+        )
+    WHEEL = f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"vitbook @ {WHEEL}"], check=True)
 
 # %%
 import math

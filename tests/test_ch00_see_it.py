@@ -140,3 +140,20 @@ def test_overview_arrows_carry_the_models_shapes():
     # the model itself agrees, stage by stage
     model, out, _ = ch00.run_face_model()
     assert tuple(out["patches"].shape) == shapes[1] and tuple(out["logits"].shape) == shapes[-1]
+
+
+def test_the_printed_token_is_the_product_plus_the_bias(run):
+    """The page prints x_24 E (the product alone) and x_24 E + b (the token): both checked
+    against the pixels of patch 24 and the hand-set weights."""
+    model, out, _ = run
+    rec = Recorder(0)
+    ch00.feature_maps(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    x24 = patchify(face_tensor(224), 32)[0, ch00.CHOSEN].double()  # (3072,)
+    E = model.patch_embed.proj.weight.reshape(8, -1).double().T  # (3072, 8)
+    b = model.patch_embed.proj.bias.double()
+    raw = [f[f"chosen_raw_{k + 1}"] for k in range(8)]
+    token = [f[f"chosen_feature_{k + 1}"] for k in range(8)]
+    assert torch.allclose(torch.tensor(raw, dtype=torch.float64), x24 @ E, atol=1e-3)
+    assert torch.allclose(torch.tensor(token, dtype=torch.float64), x24 @ E + b, atol=1e-3)
+    assert raw[0] > 5 * abs(token[0])  # the bias removes the brightness every patch shares

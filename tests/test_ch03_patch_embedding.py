@@ -98,3 +98,12 @@ def test_pca_loses_nothing_only_on_its_own_patches():
     assert f["rms_mean_full"] < 1e-10  # fitted patches: exact
     assert f["rms_heldout_full"] > 0.01  # held-out photographs: clearly not
     assert f["rms_heldout_k8"] > f["rms_mean_k8"] and f["rms_heldout_k64"] > f["rms_mean_k64"]
+
+
+def test_the_timing_helper_times_every_form_at_every_batch():
+    """What the timing figure measures (shapes and signs only: no wall-clock assertion)."""
+    from vitbook.figures.ch03_patch_embedding import time_embeddings
+
+    ms = time_embeddings(32, 8, batches=(1, 2), repeats=1)
+    assert set(ms) == {"naive", "linear", "conv"}
+    assert all(v.shape == (2,) and (v > 0).all() for v in ms.values())

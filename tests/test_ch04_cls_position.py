@@ -91,3 +91,46 @@ def test_paper_position_ablation_facts():
     assert t["none"] == 0.61382 and t["1d"] == 0.64206  # the paper's Table 8
     # no positions costs points; the kind of position table hardly matters
     assert f["t8_gain_1d_over_none"] > 2 and f["t8_spread_with_pos"] < 0.3  # percentage points
+
+
+def test_the_sincos_floor_is_the_slow_columns():
+    """On a 14-wide axis, 90 of the 192 frequencies of a D = 768 table hardly turn, so no pair
+    of patches falls below about 0.66; the face model's D = 8 table has 4 near-constant
+    columns (Fig. 4.1)."""
+    import math
+
+    from vitbook.analysis import sincos_2d
+
+    f = _facts(sincos_similarity)
+    assert f["axis_freqs"] == 192 and f["axis_span"] == 13
+    assert f["slow_freqs"] == 90
+    # the similarity of the two farthest positions on one axis is the mean of cos(13 w_f),
+    # and the 2D table's least similar pair (opposite corners) has that on both axes
+    omega = [10000 ** (-k / 192) for k in range(192)]
+    far = sum(math.cos(13 * w) for w in omega) / 192
+    assert f["sim2d_min"] == pytest.approx(far, abs=1e-5)
+    assert f["far_slow_part"] + f["far_rest_part"] == pytest.approx(far, abs=1e-9)
+    assert 0.6 < f["sim2d_min"] < 0.7 and f["sim1d_min"] < f["sim2d_min"]
+    assert f["far_slow_part"] > 90 * math.cos(0.1) / 192 - 1e-12
+    z = _facts(z0_assembly)
+    assert z["z0_const_list"] == [1, 3, 5, 7]  # the sine and cosine of frequency 1/100
+    table = sincos_2d(7, 7, 8)
+    spread = table.max(0).values - table.min(0).values
+    assert spread[[1, 3, 5, 7]].max() < 0.1 < spread[[0, 2, 4, 6]].min()
+
+
+@pytest.mark.slow
+def test_initialisations_compared():
+    """The sources' class-token and position-table initialisations, and what they do."""
+    from vitbook.figures.ch04_cls_position import init_sources
+
+    f = _facts(init_sources)
+    assert f["trunc_sigmas"] == 100 and f["trunc_tail_log10"] < -2000
+    assert abs(f["trunc_drawn_std"] - 0.02) < 5e-4 and f["trunc_drawn_max"] < 6
+    assert f["tf_cut_share"] == pytest.approx(0.0455, abs=1e-4)
+    assert f["tf_std_factor"] == pytest.approx(0.8796, abs=1e-4)
+    # timm's 1e-6 class token is a rounding error next to its std-0.02 position row
+    assert f["cls_over_pos0"] < 1e-4 and f["cls_zero_logit_change"] < 1e-3
+    assert f["cls_zero_logit_change"] > 0  # but not nothing: the two are different numbers
+    assert f["randn_row_norm"] == pytest.approx(768**0.5)
+    assert f["randn_over_token"] > 1 > f["pos_share_of_token"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,20 @@ def test_hand_set_heads_are_what_the_docstring_says() -> None:
     assert torch.allclose(w[0, 0], expected, atol=1e-10)
     # The local head's row for the query peaks on the query itself.
     assert int(w[0, 2, QUERY].argmax()) == QUERY
+
+
+def test_distance_score_equation() -> None:
+    """Eq. 6.4 on the raw dot products (before the softmax): the appearance head's q_i . k_j,
+    with the module's 1/sqrt(Dh) applied, is -alpha |u_i - u_j|^2 + alpha |u_i|^2 for every
+    pair, with u the first three components and alpha = t_app = 16."""
+    tokens, pcs = face_tokens()
+    attn = hand_set_heads()
+    with torch.no_grad():
+        q, k, _ = attn.qkv(tokens).reshape(196, 3, 4, 6).permute(1, 2, 0, 3)  # (heads, T, Dh)
+    scores = q[0] @ k[0].T / math.sqrt(6)  # head 0, as the module scales it
+    u, alpha = pcs[:, :3], 16.0
+    expected = -alpha * torch.cdist(u, u) ** 2 + alpha * (u**2).sum(-1, keepdim=True)
+    assert torch.allclose(scores, expected, atol=1e-9)
 
 
 def test_mean_attention_distances() -> None:

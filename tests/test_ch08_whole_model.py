@@ -10,7 +10,9 @@ import torch
 
 from vitbook.calc import macs
 from vitbook.engine import Recorder
+from vitbook.figures.ch08_scaling import scaling_rows, scaling_study, small_images
 from vitbook.figures.ch08_whole_model import (
+    b16_equations,
     b16_shape_trace,
     block_mac_parts,
     crossover,
@@ -161,6 +163,94 @@ def test_median_latencies_runs_every_size() -> None:
     t = median_latencies(models, warmup=1, rounds=3)
     assert set(t) == {32, 64}
     assert all(v > 0 for v in t.values())
+
+
+def test_median_latencies_takes_a_batch() -> None:
+    """Exercise 3 asks for a batch of 8: the function feeds (batch, 3, H, W) to every model."""
+    seen = []
+
+    class Probe(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(tuple(x.shape))
+            return x.sum()
+
+    t = median_latencies({32: Probe()}, warmup=1, rounds=2, batch=8)
+    assert set(t) == {32} and seen and set(seen) == {(8, 3, 32, 32)}
+
+
+def test_equations_with_b16_numbers() -> None:
+    """Eq. 8.1 and 8.3 term by term for ViT-B/16 add up to the exact counts (REFERENCE-FACTS:
+    86,567,656 parameters; about 17.6 GMACs with the attention matmuls)."""
+    f = _facts(b16_equations)
+    assert f["eq_params_total"] == REFERENCE["b16"]
+    assert f["eq_params_pe"] == 590_592 and f["eq_params_pos"] == 151_296
+    assert f["eq_params_blocks"] == 12 * 7_087_872 and f["eq_params_head"] == 769_000
+    assert f["eq_macs_total"] == macs(preset("vit-b/16"))["total"]
+    assert round(f["eq_macs_total"] / 1e9, 1) == 17.6
+    assert f["eq_macs_quad"] == 2 * 197**2 * 768
+
+
+def test_narrow_models_grow_faster_with_resolution() -> None:
+    """Why the timed Ti/16 has a larger 384-pixel ratio than B/16: the quadratic part weighs
+    T / (6D), four times more at D = 192 than at D = 768."""
+    f = _facts(resolution_ratios)
+    assert f["ti16_macs_ratio_384"] > f["macs_ratio_384"]
+    assert f["ti16_quad_weight_384"] == pytest.approx(4 * f["b16_quad_weight_384"])
+    for name in ("b16", "ti16"):  # 12 T D^2 (1 + T/6D): the ratio from the weights alone
+        w224, w384 = f[f"{name}_quad_weight_224"], f[f"{name}_quad_weight_384"]
+        ratio = f["ti16_macs_ratio_384" if name == "ti16" else "macs_ratio_384"]
+        approx = (577 / 197) * (1 + w384) / (1 + w224)
+        assert ratio == pytest.approx(approx, rel=0.01)  # the patch embedding and head aside
+
+
+def test_scaling_study_compute_reproduced_and_more_predictive() -> None:
+    """Table 6: 6 x MACs x 303M images x epochs gives the paper's exaFLOPs within a few
+    percent only when the attention matmuls are counted; accuracy ranks with compute better
+    than with parameters; L/16 at 7 and 14 epochs has one parameter count and two computes."""
+    rows = scaling_rows()
+    assert len(rows) == 6
+    for r in rows:
+        assert abs(r["estimate"] / r["exaflops"] - 1) < 0.025
+    assert max(abs(r["estimate_bare"] / r["exaflops"] - 1) for r in rows) > 0.03
+    assert (
+        rows[3]["params"] == rows[4]["params"] and rows[4]["exaflops"] > 1.9 * rows[3]["exaflops"]
+    )
+    f = _facts(scaling_study)
+    assert f["rho_compute"] > 0.9 > f["rho_params"]
+    assert f["d2_half_macs_ratio"] > 3.5 and abs(f["d2_half_params_change"]) < 0.05
+
+
+def test_small_images_sizes_match_the_model() -> None:
+    """The UvA tutorial's sizes in the book's model: the calculator's counts are the module's."""
+    f = _facts(small_images)
+    for p in (2, 4, 8):
+        cfg = ViTConfig(image_size=32, patch_size=p, dim=256, depth=6, heads=8, mlp_ratio=2.0,
+                        num_classes=10)  # fmt: skip
+        with torch.device("meta"):
+            model = VisionTransformer(cfg=cfg)
+        assert f[f"uva_p{p}_params"] == model.num_params()
+        assert f[f"uva_p{p}_tokens"] == (32 // p) ** 2 + 1
+    assert f["uva_head_dim"] == 32 and f["uva_p4_patches"] == 64
+    assert f["uva_p2_matmul_share"] > f["uva_p4_matmul_share"] > f["uva_p8_matmul_share"]
+
+
+def test_mean_pooling_keeps_the_class_token_in_the_sequence() -> None:
+    """The difference from the official GAP model the chapter states: with pool="mean" the
+    class token is still in the sequence (N + 1 tokens) and changes the pooled output through
+    attention, although the average leaves its own row out."""
+    torch.manual_seed(0)
+    cfg = ViTConfig(image_size=32, patch_size=8, dim=32, depth=2, heads=4, num_classes=5,
+                    pool="mean")  # fmt: skip
+    model = VisionTransformer(cfg=cfg).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        out = model.forward_intermediates(x, attn=False)
+        assert out["with_pos"].shape[1] == cfg.num_patches + 1
+        assert torch.allclose(out["pooled"], out["encoded"][:, 1:].mean(dim=1))
+        before = model(x)
+        model.cls_token.add_(torch.randn(cfg.dim))  # not a constant: LayerNorm removes those
+        after = model(x)
+    assert (after - before).abs().max().item() > 1e-4
 
 
 def test_pretraining_head_and_activation_memory():

@@ -131,7 +131,8 @@ def test_citation_cff_schema_rejects_broken_files(cff):
 def test_citation_cff_agrees_with_package_and_site(cff):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     site = mkdocs_config()
-    assert cff["version"] == project["version"] == site["extra"]["version"]
+    assert cff["version"] == project["version"]
+    assert "version" not in site["extra"]  # Material's version selector: the hooks set it
     assert cff["title"] == site["site_name"] == cff["preferred-citation"]["title"]
     assert cff["url"] == site["site_url"]
     assert cff["preferred-citation"]["year"] == int(site["extra"]["year"])
@@ -203,8 +204,56 @@ def test_max_diff_says_exactly_zero_or_at_most(env):
     """The page macro for a largest difference (it lives with the citation macros)."""
     assert env.macros["max_diff"](book.Fact("d", 0.0, "0e+00")) == "exactly 0"
     assert env.macros["max_diff"](book.Fact("d", 7.6e-8, "7.6e-08")) == "at most 7.6e-08"
+    # a fact of figures/facts.json keeps its mark (its link to the Numbers appendix)
+    from vitbook.site.provenance import unmark
+
+    marked = env.macros["max_diff"](book.Fact("d", 0.0, "0e+00", chapter="ch06"))
+    assert marked != "exactly 0" and unmark(marked) == "exactly 0"
+    small = book.Fact("d", 1e-7, "1e-07", chapter="ch06")
+    assert unmark(env.macros["max_diff"](small)) == "at most 1e-07"
     with pytest.raises(BookError, match="takes a fact"):
         env.macros["max_diff"](0.0)
+
+
+def test_max_diff_prints_rounding_noise_as_its_bound(env):
+    """A difference recorded with a tolerance is rounding noise: the page prints the bound,
+    which is the same on every CPU, whatever this machine's value (zero included), and the
+    build fails when the value is not below it."""
+    for value, text in ((1.7e-6, "1.7e-06"), (0.0, "0e+00"), (9.9e-6, "9.9e-06")):
+        got = env.macros["max_diff"](book.Fact("d", value, text, tol=1e-5))
+        assert got == "less than 1e-5", got
+    float64 = book.Fact("d", 5e-15, "5e-15", tol=1e-13)
+    assert env.macros["max_diff"](float64) == "less than 1e-13"
+    with pytest.raises(BookError, match="not below its bound"):
+        env.macros["max_diff"](book.Fact("d", 2e-5, "2e-05", tol=1e-5))
+    assert env.macros["max_diff"](book.Fact("d", 5e-15, "5e-15", tol=3e-13)) == "less than 3e-13"
+
+
+def test_facts_keep_their_tolerance(tmp_path):
+    """load_facts passes each fact's tolerance to the pages (max_diff prints it)."""
+    path = tmp_path / "facts.json"
+    path.write_text(
+        '{"ch03": {"a": {"text": "1.7e-06", "value": 1.7e-06, "tol": 1e-05},'
+        ' "b": {"text": "3", "value": 3}}}'
+    )
+    ch = book.load_facts(path)["ch03"]
+    assert ch.a.tol == 1e-5 and ch.b.tol is None
+
+
+def test_rounding_level_facts_print_their_bound_not_their_value(env):
+    """Noise is a bound: a fact recorded with ``tol=`` prints as "less than" / "below" its
+    tol, the same text whatever the CPU computed (5.6e-16 here, 6.7e-16 there); a value at or
+    above its bound, or a bound asked of a fact without one, fails the build."""
+    here = book.Fact("d", 5.6e-16, "5.6e-16", 1e-13)
+    there = book.Fact("d", 6.7e-16, "6.7e-16", 1e-13)
+    for fact in (here, there):
+        assert env.macros["max_diff"](fact) == "less than 1e-13"
+        assert env.macros["below"](fact) == "below 1e-13"
+    assert env.macros["max_diff"](book.Fact("d", 0.0, "0", 1e-6)) == "less than 1e-6"
+    with pytest.raises(BookError, match="not below its bound"):
+        env.macros["below"](book.Fact("d", 2e-13, "2e-13", 1e-13))
+    with pytest.raises(BookError, match="without tol="):
+        env.macros["below"](book.Fact("d", 1e-16, "1e-16"))
 
 
 def test_no_page_names_the_authors_right_before_citing_them():
@@ -238,14 +287,16 @@ def test_every_citation_in_the_book_resolves():
         assert entry.get("url", "").startswith("http"), f"{key} has no url"
 
 
-def test_cite_box_carries_version_chapter_and_url(env, monkeypatch):
+def test_cite_box_names_the_latest_text_as_not_an_edition(env, monkeypatch):
     monkeypatch.setenv("VITBOOK_PDF", "1")  # a build that `nox -s pdf` prints
     box = env.macros["cite_box"]()
-    assert box.startswith('!!! quote "Cite this chapter"')
+    ed = env.variables["edition"]
+    assert 'Cite this chapter"' in box and box.index("Changes") < box.index("Cite this chapter")
     assert "@incollection{vitbook-ch02," in box
     assert "title     = {Chapter 2: From image to sequence}" in box
-    assert "version   = {0.1.0}" in box and "note      = {Version 0.1.0}" in box
-    assert "edition" not in box  # styles print an edition as "0.1.0 edition"
+    assert f"note      = {{Latest text, not an edition: commit {ed['short']}, built " in box
+    assert "version   =" not in box  # the latest text has no version to cite
+    assert "edition" in box.split("```bibtex")[0]  # says to cite an edition
     assert re.search(r"urldate   = \{\d{4}-\d\d-\d\d\}", box)
     assert "https://vitbook.github.io/vitbook/02-patches/" in box
     # the chapter's PDF (vitbook/site/pdf.py prints it under this name) and the book's
@@ -254,13 +305,14 @@ def test_cite_box_carries_version_chapter_and_url(env, monkeypatch):
 
 def test_cite_box_of_a_build_without_pdfs_links_the_published_ones(env, monkeypatch):
     """`nox -s book` and `nox -s serve` print no PDF: their pages must not link pdf/ files
-    that are not there, and link the published edition's instead, saying so."""
+    that are not there, and link the published copy's instead (the latest text's, for a
+    build that is no edition), saying so."""
     monkeypatch.delenv("VITBOOK_PDF", raising=False)
     box = env.macros["cite_box"]()
     assert 'href="../pdf/' not in box
-    assert 'href="https://vitbook.github.io/vitbook/pdf/ch02-patches.pdf"' in box
-    assert 'href="https://vitbook.github.io/vitbook/pdf/vitbook.pdf"' in box
-    assert "published edition" in box
+    assert 'href="https://vitbook.github.io/vitbook/latest/pdf/ch02-patches.pdf"' in box
+    assert 'href="https://vitbook.github.io/vitbook/latest/pdf/vitbook.pdf"' in box
+    assert "published copy; this build prints none" in box
 
 
 def test_cite_box_outside_a_chapter_fails(env):
@@ -274,7 +326,7 @@ def test_cite_figure_and_equation_give_number_and_anchor(env):
     fig = env.macros["cite_figure"]("ch02/patch-grids")
     assert "Figure 2.1, in Chapter 2: From image to sequence: patches" in fig
     assert "https://vitbook.github.io/vitbook/02-patches/#fig-patch-grids" in fig
-    assert "note      = {Figure 2.1; version 0.1.0}" in fig
+    assert "note      = {Figure 2.1; Latest text, not an edition: commit" in fig
     eq = env.macros["cite_figure"]("ch02/patch-count")
     assert "Eq. 2.1" in eq and "#eq-patch-count" in eq
     with pytest.raises(BookError):
@@ -285,7 +337,7 @@ def test_cite_book_and_chapter_from_any_page(env):
     env.go("citing.md", "How to cite")
     whole = env.macros["cite_book"]()
     assert "@book{vitbook," in whole and "Vision Transformers, Computed" in whole
-    assert "version 0.1.0" in whole
+    assert "latest text, not an edition" in whole
     ch = env.macros["cite_chapter"](2)
     assert "@incollection{vitbook-ch02," in ch and "/02-patches/" in ch
     with pytest.raises(BookError):

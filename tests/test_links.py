@@ -8,6 +8,7 @@ public URL (``site_url``) count as internal. A broken link fails with the page a
 
 from __future__ import annotations
 
+import re
 import sys
 from functools import cache
 from html.parser import HTMLParser
@@ -30,6 +31,8 @@ LINK_ATTRS = {
     ("iframe", "src"),
 }
 IGNORED_SCHEMES = ("mailto:", "javascript:", "data:", "tel:")
+#: another copy of the book on its public host: an edition (``/0.1.0/``) or the latest text
+OTHER_COPY = re.compile(r"^/(\d+\.\d+\.\d+|latest)/")
 
 
 class Page(HTMLParser):
@@ -97,6 +100,8 @@ def check_site(site: Path) -> tuple[list[str], dict[str, int]]:
                 if parts.netloc != own_host or not parts.path.startswith(prefix):
                     continue  # a link to another site: not ours to check offline
                 path = "/" + parts.path[len(prefix) :]
+                if OTHER_COPY.match(path):
+                    continue  # another edition, served beside this copy (vitbook.site.editions)
             elif parts.scheme or parts.netloc:
                 continue
             elif link.startswith("/"):

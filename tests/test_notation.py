@@ -23,8 +23,8 @@ MATH = re.compile(
 # words such as \mathrm{softmax} are not symbols, but a named subscript is: E_\text{pos}
 WORDS = re.compile(r"\\(mathrm|mathbb|text|operatorname|texttt)\{([^{}]*)\}")
 GREEK = (
-    "alpha beta gamma delta epsilon eta theta lambda mu pi rho sigma tau phi omega "
-    "Delta Sigma Phi ell"
+    "alpha beta gamma delta epsilon eta theta kappa lambda mu nu xi pi rho sigma tau phi chi "
+    "psi omega Delta Sigma Phi ell"
 ).split()
 # Subscripts that name a different quantity (D_h is not D); any other subscript is an index
 # (z_0, z_ell, W_1 and q_i are still z, W and q). A Greek letter with a digit (Adam's beta_1)

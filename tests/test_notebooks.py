@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import jupytext
@@ -25,7 +24,6 @@ from vitbook.site import notebooks as twins
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CHAPTER_NOTEBOOKS = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.glob("notebooks/ch*.py"))
-VERSION = tomllib.loads((DOCS.parent / "pyproject.toml").read_text())["project"]["version"]
 
 
 def read(name: str):
@@ -170,10 +168,19 @@ def test_every_chapter_has_a_notebook():
 
 
 @pytest.mark.parametrize("name", ["lab-tinyvit8.py", "practice.py", *CHAPTER_NOTEBOOKS])
-def test_first_code_cell_installs_the_book_at_its_version(name):
+def test_first_code_cell_installs_the_edition_it_belongs_to(name):
+    """The first cell installs the wheel of the edition the notebook names (a release that
+    exists), or, before the first release, says that none exists (tests/test_notebook_install.py
+    runs both branches)."""
+    from vitbook.site import editions
+
     code = [c for c in read(name).cells if c.cell_type == "code"]
     first = code[0].source
-    assert f"vitbook @ git+https://github.com/vitbook/vitbook@v{VERSION}" in first
+    edition = editions.notebook_edition(first)
+    assert edition is None or edition in editions.tags(DOCS.parent), edition
+    assert 'f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"' in first
+    assert 'REPO = "https://github.com/vitbook/vitbook"' in first
+    assert "No edition of the book has been released yet" in first
     assert 'find_spec("vitbook") is None' in first  # installed copies (tests, site) skip it
     assert "pip" in first and "install" in first
 

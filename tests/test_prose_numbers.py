@@ -14,7 +14,8 @@ What the check looks at, and the few things it lets through (each a rule, not a 
 - Labels are not quantities: a figure, table, equation, chapter, section or lesson number
   (``Table 2``, ``Fig. 5.3``), an arXiv id, a year (1900-2099), a model name (``ViT-B/16``,
   ``JFT-300M``, ``ImageNet-21k`` contain no free-standing number anyway), a licence name
-  (``CC BY 4.0``, ``Apache License 2.0``) and a hash name (``SHA-256``).
+  (``CC BY 4.0``, ``Apache License 2.0``), a hash name (``SHA-256``) and an instruction-set
+  name (``AVX-512``).
 - Table rows and quiz questions (``???`` lines) are prose too; headings, ``!!!`` admonition
   openers, link definitions, link targets (``](url)``) and raw HTML are not.
 
@@ -59,6 +60,7 @@ LABELS = [
     re.compile(r"\b(19|20)\d\d\b"),  # years
     re.compile(r"\b(CC BY(-[A-Z]{2})*|Apache License) \d\.\d\b"),  # licence names
     re.compile(r"\bSHA-\d+\b"),  # hash names
+    re.compile(r"\bAVX-?\d+\b"),  # instruction-set names (AVX2, AVX-512)
 ]
 # Lines that are not prose: headings, admonition openers, link definitions and raw HTML.
 # (Table rows are checked like prose.)

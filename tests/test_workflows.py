@@ -1,11 +1,14 @@
 """Least privilege in CI: each workflow asks only for what it needs, and pins what it runs.
 
 Parses ``.github/workflows/*.yml``: no workflow grants more than ``contents: read`` at the top;
-only the deploy job of the ci workflow holds ``pages: write`` and ``id-token: write``, and it
-runs only after the checks passed; every ``uses:`` is a first-party action we need, pinned to a
-40-hex commit SHA. Then ``zizmor`` and ``actionlint`` (GitHub Actions linters) run offline and
-must report nothing serious. The workflows a contributor expects exist: checks on pull
-requests, Pages after them, the scheduled retraining, Dependabot.
+only the deploy jobs of the ci and release workflows hold ``pages: write`` and ``id-token:
+write`` (and run nothing but deploy-pages), only their publish jobs hold ``contents: write``
+(to push the gh-pages branch and create a release: they run git and gh on the files the build
+job made, and no code of the book); deploys run only after the checks passed; every ``uses:``
+is a first-party action we need, pinned to a 40-hex commit SHA. Then ``zizmor`` and
+``actionlint`` (GitHub Actions linters) run offline and must report nothing serious. The
+workflows a contributor expects exist: checks on pull requests, Pages after them, releases of
+editions from tags, the scheduled retraining, Dependabot.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
 PAGES = WORKFLOWS / "ci.yml"  # the checks, then the Pages build and deploy
+RELEASE = WORKFLOWS / "release.yml"  # a tag vX.Y.Z: an edition, its release, Pages
+DEPLOYERS = (PAGES, RELEASE)
 SHA = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
 #: Actions the book's CI may run: GitHub's own, each needed for checkout, setup, cache or Pages.
 ALLOWED_ACTIONS = {
@@ -34,6 +39,7 @@ ALLOWED_ACTIONS = {
     "actions/deploy-pages",
     "actions/configure-pages",
     "actions/upload-artifact",
+    "actions/download-artifact",
 }
 WRITE_SCOPES = {"pages": "write", "id-token": "write"}
 
@@ -72,7 +78,30 @@ def test_pull_requests_are_checked_and_pages_deploys_only_after_the_checks() -> 
     assert (
         wf["jobs"]["pages"]["needs"] == "check" and "refs/heads/main" in wf["jobs"]["pages"]["if"]
     )
-    assert wf["jobs"]["deploy"]["needs"] == "pages"
+    assert wf["jobs"]["publish"]["needs"] == "pages"
+    assert wf["jobs"]["deploy"]["needs"] == "publish"
+    pages = " ".join(s.get("run", "") for s in wf["jobs"]["pages"]["steps"])
+    assert "nox -s edition -- latest" in pages  # the latest text, under latest/ (mike)
+
+
+def test_a_tag_publishes_an_edition_with_its_files() -> None:
+    """release.yml: on a tag vX.Y.Z, build the edition with the history (each chapter's
+    changes since the last edition), attach the wheel, the sdist, the PDFs and CITATION.cff to
+    the release, push gh-pages and deploy it; one writer of gh-pages at a time."""
+    wf = load(RELEASE)
+    assert wf["on"] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
+    build = wf["jobs"]["build"]
+    checkout = next(s for s in build["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
+    runs = " ".join(s.get("run", "") for s in build["steps"])
+    assert 'nox -s edition -- "${TAG#v}"' in runs and "git bundle create" in runs
+    publish = " ".join(s.get("run", "") for s in wf["jobs"]["publish"]["steps"])
+    for part in ("gh release create", "--verify-tag", "dist/*.whl", "dist/*.tar.gz",
+                 "dist/*.pdf", "dist/CITATION.cff", "gh-pages:gh-pages"):  # fmt: skip
+        assert part in publish, part
+    assert wf["jobs"]["publish"]["needs"] == "build" and wf["jobs"]["deploy"]["needs"] == "publish"
+    ci = load(PAGES)
+    assert wf["concurrency"]["group"] == ci["jobs"]["publish"]["concurrency"]["group"] == "gh-pages"
 
 
 def test_frozen_runs_are_retrained_on_a_schedule_in_shards() -> None:
@@ -107,24 +136,35 @@ def test_every_job_declares_minimal_permissions(path: Path) -> None:
         if not writes:
             assert set(perms) <= {"contents"}, f"{path.name}:{name}: reads more than contents"
             continue
-        assert path == PAGES, f"{path.name}:{name}: only the Pages workflow may write: {writes}"
-        assert perms == WRITE_SCOPES, f"{path.name}:{name}: deploy permissions {perms}"
+        assert path in DEPLOYERS, f"{path.name}:{name}: only ci and release may write: {writes}"
         uses = [s.get("uses", "").split("@")[0] for s in job.get("steps", [])]
+        if perms == {"contents": "write"}:  # publish: git and gh on the build's files
+            assert name == "publish", f"{path.name}:{name} writes contents"
+            assert [u for u in uses if u] == ["actions/download-artifact"], (
+                f"{path.name}:{name} holds a write token and runs actions {uses}"
+            )
+            runs = " ".join(s.get("run", "") for s in job["steps"])
+            assert not re.search(r"\b(nox|pip|python|npm|npx|mkdocs)\b", runs), (
+                f"{path.name}:{name} runs the book's code with a write token"
+            )
+            continue
+        assert perms == WRITE_SCOPES, f"{path.name}:{name}: deploy permissions {perms}"
         assert uses == ["actions/deploy-pages"], (
             f"{path.name}:{name} holds write tokens and runs more than deploy-pages: {uses}"
         )
 
 
-def test_pages_deploy_job_is_the_only_one_with_pages_and_oidc() -> None:
-    wf = load(PAGES)
+@pytest.mark.parametrize("path", DEPLOYERS, ids=lambda p: p.name)
+def test_pages_deploy_job_is_the_only_one_with_pages_and_oidc(path: Path) -> None:
+    wf = load(path)
     holders = sorted(n for n, j in wf["jobs"].items() if (j.get("permissions") or {}).get("pages"))
     assert len(holders) == 1, f"jobs holding pages permissions: {holders}"
     job = wf["jobs"][holders[0]]
     assert job["permissions"] == WRITE_SCOPES
     assert job.get("environment", {}).get("name") == "github-pages"
-    build_jobs = [n for n in wf["jobs"] if n != holders[0]]
-    for name in build_jobs:
-        assert wf["jobs"][name].get("permissions") == {"contents": "read"}, name
+    for name in wf["jobs"]:
+        if name not in (holders[0], "publish"):
+            assert wf["jobs"][name].get("permissions") == {"contents": "read"}, name
 
 
 @pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
@@ -176,3 +216,19 @@ def test_zizmor_offline_reports_no_high_severity_finding() -> None:
         if f["determinations"]["severity"] in ("High", "Medium")
     ]
     assert not high, "zizmor findings:\n  " + "\n  ".join(high)
+
+
+def test_the_erratum_template_asks_what_a_correction_needs() -> None:
+    """Which chapter, which sentence, what is wrong, the reader's evidence (and the edition)."""
+    form = yaml.safe_load((ROOT / ".github" / "ISSUE_TEMPLATE" / "erratum.yml").read_text())
+    fields = {b["id"]: b for b in form["body"] if b.get("id")}
+    assert {"edition", "chapter", "sentence", "wrong", "evidence"} <= set(fields)
+    assert all(fields[k]["validations"]["required"] for k in fields)
+
+
+def test_the_pull_request_template_carries_contributings_figure_checklist() -> None:
+    template = (ROOT / ".github" / "pull_request_template.md").read_text()
+    items = re.findall(r"^- \[ \] (.+)$", template, re.M)
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert len(items) >= 6
+    assert [i for i in items if f"- {i}\n" not in contributing] == []

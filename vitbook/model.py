@@ -440,7 +440,10 @@ class VisionTransformer(nn.Module):
         so at std 0.02 nothing is cut: in effect a plain normal.
         The paper's JAX code (``vit_jax/models_vit.py``) initialises differently: Dense kernels
         Xavier-uniform, MLP biases normal std 1e-6, position embeddings normal std 0.02, CLS
-        token zeros, classifier head zeros; timm reproduces it with ``weight_init="jax"``.
+        token zeros, classifier head zeros. timm's ``weight_init="jax"`` reproduces its Dense
+        kernels and biases and its zero head, but every timm mode keeps the position table and
+        class token above (timm's ``init_weights``); torchvision starts them as the JAX code
+        does. Chapter 4 computes what the differences do.
         (For fine-tuning the paper zero-initialises a fresh head: ``nn.init.zeros_`` on it.)"""
         if isinstance(self.pos_embed, nn.Parameter):
             nn.init.trunc_normal_(self.pos_embed, std=0.02)

@@ -8,7 +8,8 @@ function's own module and what that imports, so editing one experiment retrains 
 The runs that start from the pre-trained model get it through ``given=``: the pre-training is
 recorded as consumed when they train, and a new pre-training retrains them.
 
-This module only declares runs (``KEYED_BY_RUNS``): a chapter that imports it is keyed by the
+This module only declares runs (``KEYED_BY_RUNS``) and which seeds of the pre-training the book
+trains: a chapter that imports it is keyed by the
 runs it calls, as recorded, not by the code of every experiment declared here. Import
 constants and helpers from ``vitbook.experiments`` directly.
 
@@ -28,6 +29,9 @@ digits_run = cached(digits.digits_run)
 participant_leak = cached(leak.participant_leak)
 # everything in Chapters 4, 9 and 10 stands on this run: it computes alike on every machine
 pretrained_shapes_vit = cached(pretrain.pretrain, portable=True)
+#: The pre-training's seeds: seed 0 is the model every later run starts from and every figure
+#: shows; Chapter 10 checks its findings on all of them (0 to N - 1, never picked).
+PRE_SEEDS = (0, 1, 2)
 
 
 def _pre():

@@ -14,18 +14,27 @@
 # The companion of [Chapter 3](../../03-patch-embedding/) of *Vision Transformers, Computed*. It
 # recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
 # under two minutes. Download it with the button at the top of its page, or open it in Colab
-# with the Colab button; the first cell installs `vitbook` at this book's version if it is
-# missing.
+# with the Colab button; the first cell installs `vitbook` as the edition of the book this
+# notebook belongs to, if it is missing.
 
 # %%
-# Install the book's package, at the version of this book, unless it is already installed.
+# Install the book's package, at the edition this notebook belongs to, unless it is already
+# installed (on Colab or a fresh machine; see the README).
 import importlib.util
 import subprocess
 import sys
 
-VITBOOK = "vitbook @ git+https://github.com/vitbook/vitbook@v0.1.0"
+EDITION = None  # this notebook's edition, written when one is released; None: none is yet
+REPO = "https://github.com/vitbook/vitbook"
 if importlib.util.find_spec("vitbook") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", VITBOOK], check=True)
+    if EDITION is None:
+        raise RuntimeError(
+            "No edition of the book has been released yet, so there is no vitbook package to "
+            f"install by its version. Install it from the repository: git clone {REPO}, then "
+            "pip install -e ./vitbook"
+        )
+    WHEEL = f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"vitbook @ {WHEEL}"], check=True)
 
 # %% [markdown]
 # ## A strided convolution is a linear map on flattened patches

@@ -444,9 +444,17 @@ def read_manifest(outdir: Path) -> dict[str, Any]:
 
 
 def write_outputs(
-    outdir: Path, outcomes: Iterable[Outcome], registry: dict[str, Item], prune: bool
+    outdir: Path,
+    outcomes: Iterable[Outcome],
+    registry: dict[str, Item],
+    prune: bool,
+    pending: frozenset[str] = frozenset(),
 ) -> None:
-    """Merge new entries into the manifest and rewrite ``facts.json`` (under a lock)."""
+    """Merge new entries into the manifest and rewrite ``facts.json`` (under a lock).
+
+    ``pending``: items this build has still to compute. Their old entries are stale, so their
+    facts stay out of ``facts.json`` until they are rebuilt: a fact that moved from one of them
+    to an item built earlier is not recorded twice."""
     with cache.file_lock(outdir / ".lock"):
         manifest = read_manifest(outdir)
         for o in outcomes:
@@ -462,6 +470,8 @@ def write_outputs(
             cache.prune_frozen([c for e in manifest.values() for c in e.get("consumed", [])])
         facts: dict[str, dict[str, Any]] = {}
         for key, entry in sorted(manifest.items()):
+            if key in pending:
+                continue
             chapter = key.split("/")[0]
             for name, fact in entry["facts"].items():
                 if name in facts.setdefault(chapter, {}):
@@ -497,12 +507,14 @@ def build(
         else:
             todo.append(key)
     expected = {key: item_key(registry[key]) for key in todo}  # the sources as the build starts
+    pending = set(todo)
     if jobs == 1 or len(todo) <= 1:
         for key in todo:
             outcomes.append(_safe_build_one(key, outdir, force, expected[key]))
             if on_done:
                 on_done(outcomes[-1])
-            write_outputs(outdir, outcomes[-1:], registry, prune=False)
+            pending.discard(key)
+            write_outputs(outdir, outcomes[-1:], registry, prune=False, pending=frozenset(pending))
     else:
         import multiprocessing
 
@@ -528,7 +540,9 @@ def build(
                     outcomes.append(outcome)
                     if on_done:
                         on_done(outcome)
-                    write_outputs(outdir, [outcome], registry, prune=False)
+                    pending.discard(outcome.key)
+                    write_outputs(outdir, [outcome], registry, prune=False,
+                                  pending=frozenset(pending))  # fmt: skip
     write_outputs(outdir, [], registry, prune=prune)
     order = {k: i for i, k in enumerate(keys)}
     return sorted(outcomes, key=lambda o: order[o.key])

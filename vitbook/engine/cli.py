@@ -36,6 +36,9 @@ from .registry import discover
 #: Each worker's share of a rotating shard of ``verify --runs`` (the seconds the runs took when
 #: frozen): with two workers, a shard retrains about this long (reported, never asserted).
 SHARD_BUDGET_S = 150
+#: What retraining every frozen run may take with two workers on a two-core machine (the
+#: experiments' budget: ``verify --runs`` reports against it, nothing asserts it).
+VERIFY_BUDGET_S = 3600
 
 
 class UsageError(Exception):
@@ -436,4 +439,8 @@ def verify_runs(args: argparse.Namespace) -> int:
     verdicts.sort(key=lambda v: v.key)
     print(rules.report(verdicts, noun="runs"))
     print(f"retrained {len(chosen)} runs in {seconds:.0f} s with {args.jobs} worker(s)")
+    if chosen is records:  # every run: the experiments' budget
+        within = "within" if seconds <= VERIFY_BUDGET_S else "over"
+        print(f"{within} the budget of {VERIFY_BUDGET_S / 60:.0f} min for every run "
+              f"(with 2 workers on a 2-core machine)")  # fmt: skip
     return 1 if any(v.status == "differs" for v in verdicts) else 0

@@ -40,15 +40,21 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().double().numpy()
 
 
-def _outline(ax, idx: int, grid: int, patch: float, color: str, lw: float = 2.0) -> None:
-    """Outline patch ``idx`` of a ``grid`` x ``grid`` layout whose cells are ``patch`` wide."""
+def _outline(
+    ax, idx: int, grid: int, patch: float, color: str, lw: float = 2.0, *, outside: float = 0.0
+) -> None:
+    """Outline patch ``idx`` of a ``grid`` x ``grid`` layout whose cells are ``patch`` wide.
+
+    ``outside`` moves the frame out by that share of a cell, so that on small cells (a 7 x 7
+    map a few millimetres wide) the line lies on the neighbours, not on the patch it marks."""
     r, c = divmod(idx, grid)
+    pad = outside * patch
     # a dark halo under the colour keeps the outline visible on skin and in dark mode
     halo = [patheffects.withStroke(linewidth=lw + 1.6, foreground="black", alpha=0.8)]
     ax.add_patch(
         Rectangle(
-            (c * patch - 0.5, r * patch - 0.5), patch, patch, fill=False, ec=color, lw=lw,
-            path_effects=halo,
+            (c * patch - 0.5 - pad, r * patch - 0.5 - pad), patch + 2 * pad, patch + 2 * pad,
+            fill=False, ec=color, lw=lw, path_effects=halo, clip_on=False,
         )
     )  # fmt: skip
 
@@ -211,10 +217,13 @@ def _(data, v):
 def feature_maps(rec):
     """Each of the 8 features of the 49 patch tokens, laid back on the 7x7 grid."""
     model, out, _ = run_face_model()
-    tokens = _np(out["patches"][0])  # (49, 8)
+    tokens = _np(out["patches"][0])  # (49, 8): x_i E + b for every patch i
     g = model.cfg.grid[0]
+    bias = _np(model.patch_embed.proj.bias)  # (8,): b = -(mean patch) E, which centres them
+    raw = tokens[CHOSEN] - bias  # x_24 E alone, without the bias
     for k in range(tokens.shape[1]):
         rec.fact(f"chosen_feature_{k + 1}", float(tokens[CHOSEN, k]), "{:.2f}")
+        rec.fact(f"chosen_raw_{k + 1}", float(raw[k]), "{:.2f}")
     rec.fact("feature_1_max_patch", int(tokens[:, 0].argmax()))
     rec.fact("feature_1_min_patch", int(tokens[:, 0].argmin()))
     return {"maps": tokens.T.reshape(-1, g, g), "image": face(IMAGE)}
@@ -226,12 +235,15 @@ def _(data, v):
     fig, axes = plot.subplots(v, 1, 9, phone_cols=3)
     maps = data["maps"]
     plot.show_image(axes[0], data["image"])
-    _outline(axes[0], CHOSEN, maps.shape[1], IMAGE / maps.shape[1], c["highlight"], lw=1.5)
+    _outline(
+        axes[0], CHOSEN, maps.shape[1], IMAGE / maps.shape[1], c["highlight"], lw=1.3,
+        outside=0.3,
+    )  # fmt: skip
     axes[0].set_title("the face", fontsize=9, loc="center")
     for k, ax in enumerate(axes[1:]):
         lim = float(np.abs(maps[k]).max())
         ax.imshow(maps[k], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
-        _outline(ax, CHOSEN, maps.shape[1], 1, c["highlight"])
+        _outline(ax, CHOSEN, maps.shape[1], 1, c["highlight"], lw=1.3, outside=0.3)
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"feature {k + 1}", fontsize=9, loc="center")

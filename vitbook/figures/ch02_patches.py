@@ -8,9 +8,10 @@ import numpy as np
 import torch
 from matplotlib import patheffects
 
-from vitbook import plot
+from vitbook import calc, plot
 from vitbook.data.face import face, face_tensor
 from vitbook.engine import facts, figure
+from vitbook.model import preset
 from vitbook.patches import check_divisible, patchify
 
 SIZES = (8, 16, 32)
@@ -145,6 +146,11 @@ def _(data, v):
     return fig
 
 
+def divisors(n: int) -> list[int]:
+    """Every patch size that cuts an n-pixel side without remainder, 1 and n included."""
+    return [p for p in range(1, n + 1) if n % p == 0]
+
+
 def token_table(image: int = IMAGE, sizes=(4, 7, 8, 14, 16, 28, 32, 56)) -> dict[int, dict]:
     """Tokens, flattened length and attention-matrix entries per head for each patch size."""
     out = {}
@@ -155,10 +161,13 @@ def token_table(image: int = IMAGE, sizes=(4, 7, 8, 14, 16, 28, 32, 56)) -> dict
     return out
 
 
-@figure(chapter=2, id="token-counts", size=(7.2, 3.4))
+@figure(chapter=2, id="token-counts", size=(7.2, 3.6))
 def token_counts(rec):
-    """Sequence length and attention entries against patch size at 224 x 224."""
-    table = token_table()
+    """Sequence length and attention entries against every patch size that divides 224."""
+    table = token_table(sizes=divisors(IMAGE))
+    rec.fact("n_divisors", len(table))
+    rec.fact("p_min", min(table))
+    rec.fact("p_max", max(table))
     for p in SIZES:
         rec.fact(f"tokens_p{p}", table[p]["tokens"])
         rec.fact(f"flat_p{p}", table[p]["flat"])
@@ -182,14 +191,22 @@ def _(table, v):
     entries = [table[p]["entries"] for p in ps]
     ax.plot(ps, entries, "o-", color=c["orange"])
     ax.plot(ps, tokens, "o-", color=c["blue"])
-    plot.label_line(ax, ps[-1], entries[-1], "attention entries\nper head, (N+1)²", c["orange"])
-    plot.label_line(ax, ps[-1], tokens[-1], "tokens N", c["blue"])
-    for p, name, dx, ha in (
+    # direct labels where the two lines are far apart: above one, below the other
+    plot.label_line(ax, 112, table[112]["entries"] * 2, "attention entries\nper head, (N+1)²",
+                    c["orange"], va="bottom")  # fmt: skip
+    if plot.is_phone(v):  # the lines are steeper: above the blue one, at the left
+        plot.label_line(ax, 2, table[2]["tokens"] * 4, "tokens N", c["blue"], va="bottom")
+    else:
+        plot.label_line(ax, 56, table[56]["tokens"] / 3, "tokens N", c["blue"], va="top")
+    # H/14 below-left of its point, the others above-right: no label crosses a line (the
+    # phone has no room for H/14's, which the text gives)
+    marks = [
+        (1, "pixels (P = 1)", 10, "left"),
         (14, "ViT-H/14", -10, "right"),
         (16, "ViT-B/16", 10, "left"),
         (32, "ViT-B/32", 10, "left"),
-    ):
-        # H/14 below-left of its point, the others above-right: no label crosses the line
+    ]
+    for p, name, dx, ha in marks[:1] + marks[2:] if plot.is_phone(v) else marks:
         dy, va = (-8, "top") if ha == "right" else (8, "bottom")
         ax.annotate(
             f"{name}: {table[p]['tokens']:,} tokens,\n{table[p]['entries']:,} entries",
@@ -203,11 +220,21 @@ def _(table, v):
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    shown = plot.pick(v, ps, [p for p in ps if p not in (7, 14, 28)])  # phone: no crowding
-    ax.set_xticks(shown, labels=[str(p) for p in shown])
+    # 7 sits next to 8, 14 next to 16, 28 next to 32: their labels go one line lower
+    lower = (7, 14, 28)
+    crowded = (2, 7, 14, 28, 112)  # on the phone they are left out, with 2 and 112
+    shown = plot.pick(v, ps, [p for p in ps if p not in crowded])
+    ax.set_xticks(shown, labels=[f"\n{p}" if p in lower else str(p) for p in shown])
     ax.minorticks_off()
-    ax.set_xlim(3.5, 110)
-    ax.set_xlabel("patch size P (pixels) on a 224×224 image")
+    ax.set_xlim(0.8, 400)
+    ax.set_ylim(0.5, entries[0] * 40)  # room above the P = 1 point for its label
+    ax.set_xlabel(
+        plot.pick(
+            v,
+            "patch size P (pixels) on a 224×224 image: every divisor of 224",
+            "patch size P (pixels), 224×224 image",
+        )
+    )
     ax.set_ylabel("count (log scale)")
     ax.grid(True, which="major", axis="y")
     return fig
@@ -293,3 +320,78 @@ def vit_h_patch(rec):
     rec.fact("seq_384", big["tokens"] + 1)
     rec.fact("h14_extra_tokens_pct", table[14]["tokens"] / table[16]["tokens"] - 1, "{:.0%}")
     return table
+
+
+# --8<-- [start:pixel-index]
+def pixel_to_token(c: int, row: int, col: int, patch: int, width: int) -> tuple[int, int]:
+    """Where pixel (c, row, col) of a (C, H, W) image lands in ``patchify``'s output
+    (B, N, C*P*P): the patch i (raster order) and the position inside its flattened vector.
+    Every index counts from 0, as in PyTorch."""
+    m, u = divmod(row, patch)  # the patch's row in the grid, the pixel's row inside it
+    n, v = divmod(col, patch)  # the patch's column, the pixel's column inside it
+    i = m * (width // patch) + n  # raster order: row by row, left to right
+    return i, c * patch * patch + u * patch + v  # (C, P, P) order: channel first
+    # --8<-- [end:pixel-index]
+
+
+#: The pixel the chapter follows: green channel, inside patch 105 at P = 16 (the corner of
+#: the mouth, Chapter 3's patch).
+PIXEL = (1, 117, 121)
+
+
+@facts(chapter=2, id="pixel-index")
+def pixel_index(rec):
+    """One pixel of the face, found in patchify's output by the index formula (Eq. 2.3)."""
+    c, row, col = PIXEL
+    p = 16
+    x = face_tensor(IMAGE)  # (1, 3, 224, 224)
+    i, f = pixel_to_token(c, row, col, p, IMAGE)
+    seq = patchify(x, p)  # (1, 196, 768)
+    if not torch.equal(seq[0, i, f], x[0, c, row, col]):
+        raise AssertionError(f"pixel {PIXEL} is not at patch {i}, position {f}")
+    m, u = divmod(row, p)
+    n, v = divmod(col, p)
+    rec.fact("px_c", c)
+    rec.fact("px_channel", ("red", "green", "blue")[c])
+    rec.fact("px_row", row)
+    rec.fact("px_col", col)
+    rec.fact("px_m", m)
+    rec.fact("px_u", u)
+    rec.fact("px_n", n)
+    rec.fact("px_v", v)
+    rec.fact("px_patch", i)
+    rec.fact("px_pos", f)
+    rec.fact("px_flat", seq.shape[-1])
+    # the same pixel if the patch were flattened (P, P, C), pixel by pixel with its colours
+    rec.fact("px_pos_channels_last", (u * p + v) * CHANNELS + c)
+    rec.fact("px_pos_no_channel", u * p + v)
+    return {"patch": i, "pos": f}
+
+
+@facts(chapter=2, id="why-patches")
+def why_patches(rec):
+    """What attention over pixels would cost: ViT-B with one token per pixel (P = 1), from
+    the calculator, against ViT-B/16; and Cordonnier et al.'s 2 x 2 patches."""
+    pixels = preset("vit-b/16", patch_size=1)
+    b16 = preset("vit-b/16")
+    m_pix, m_b16 = calc.macs(pixels), calc.macs(b16)
+    entries = calc.token_pairs(pixels)  # one head's attention matrix
+    rec.fact("pix_tokens", pixels.num_patches)
+    rec.fact("pix_entries", entries, "{:,}")
+    rec.fact("pix_entries_bn", entries / 1e9, "{:.1f}")
+    rec.fact("pix_gb_head", 4 * entries / 1e9, "{:.0f}")  # float32, one head, one layer
+    rec.fact("pix_gb_layer", 4 * entries * pixels.heads / 1e9, "{:,.0f}")
+    rec.fact("b16_heads", pixels.heads)
+    attn = m_pix["attn_qk"] + m_pix["attn_av"]  # the two products that grow with T^2
+    rec.fact("pix_attn_tmacs", attn / 1e12, "{:.0f}")
+    rec.fact("b16_gmacs", m_b16["total"] / 1e9, "{:.1f}")
+    rec.fact("pix_attn_over_b16", attn / m_b16["total"], "{:,.0f}")
+    rec.fact("pix_entries_over_b16", entries / calc.token_pairs(b16), "{:,.0f}")
+    # Cordonnier et al. (2020): full self-attention on 2 x 2 patches of 32 x 32 CIFAR-10 images
+    cifar = token_table(32, sizes=(2,))[2]
+    rec.fact("cifar_image", 32)
+    rec.fact("cifar_tokens", cifar["tokens"])
+    at224 = token_table(IMAGE, sizes=(2,))[2]
+    rec.fact("p2_tokens_224", at224["tokens"], "{:,}")
+    rec.fact("p2_entries_224_m", at224["entries"] / 1e6, "{:.0f}")
+    return {"pixel_tokens": pixels.num_patches, "entries": entries}

@@ -3,6 +3,7 @@ on the real model, sin-cos similarity maps, and the two classic traps."""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import textwrap
@@ -24,6 +25,12 @@ GRID = 14  # ViT-B/16 and ViT-Ti/16 at 224 pixels: a 14 x 14 grid of patches
 PE_DIM = 768  # width of the sin-cos tables drawn (ViT-B's D)
 # Patches whose similarity maps are drawn: (row, column) on the 14 x 14 grid.
 CHOSEN = ((0, 0), (6, 13), (7, 7), (12, 3))
+#: Bounds the pages print for differences at rounding level (float32 and float64 sums in
+#: another order): "less than 1e-5", the same on every CPU, whatever this one's value.
+F32_ROUNDING, F64_ROUNDING = 1e-5, 1e-13
+#: A column of a sin-cos table whose angle turns by less than this over the whole grid is
+#: "nearly constant": its cosine stays above cos(0.1) = 0.995, its sine below 0.1.
+SLOW_RAD = 0.1
 
 
 # --8<-- [start:shuffle]
@@ -58,6 +65,16 @@ def z0_assembly(rec):
     rec.fact("z0_rows", z0.shape[1])
     rec.fact("z0_cols", z0.shape[2])
     rec.fact("z0_match", float((z0 - out["with_pos"]).abs().max()), "{:.1e}")
+    # the sin-cos table of D = 8 has two frequencies per axis, 1 and 1/100: over 7 positions
+    # the slow one turns by 0.06 rad, so its sine column stays near 0, its cosine near 1
+    table = model.pos_embed[0, 1:]  # (49, 8): the patches' rows
+    spread = (table.max(0).values - table.min(0).values).double()  # (8,) range per column
+    const = [int(k) for k in torch.nonzero(spread < SLOW_RAD).flatten()]
+    rec.fact("z0_const_cols", len(const))
+    rec.fact("z0_const_list", const, text=", ".join(str(k) for k in const))
+    rec.fact("z0_const_spread", float(spread[const].max()), "{:.2f}")
+    rec.fact("z0_slow_omega", 1 / 10000**0.5, "{:.2f}")
+    rec.fact("z0_slow_turn", (model.cfg.grid[0] - 1) / 10000**0.5, "{:.2f}")
     tokens = out["with_cls"][0].numpy()
     return {"tokens": tokens, "pos": model.pos_embed[0].numpy(), "z0": z0[0].numpy()}
 
@@ -143,13 +160,13 @@ def permutation(rec):
         res[(kind, "f32")] = shuffle_test(m, x32, perm)
         if kind == "none":  # the same model in float64: what is left is float32 round-off
             res[(kind, "f64")] = shuffle_test(m.double(), x32.double(), perm)
-    rec.fact("cls_diff_none", res[("none", "f64")]["cls"], "{:.1e}", tol=1e-13)
-    rec.fact("cls_diff_none_f32", res[("none", "f32")]["cls"], "{:.1e}", tol=1e-5)
-    rec.fact("patch_diff_none", res[("none", "f64")]["patches"], "{:.1e}", tol=1e-13)
+    rec.fact("cls_diff_none", res[("none", "f64")]["cls"], "{:.1e}", tol=F64_ROUNDING)
+    rec.fact("cls_diff_none_f32", res[("none", "f32")]["cls"], "{:.1e}", tol=F32_ROUNDING)
+    rec.fact("patch_diff_none", res[("none", "f64")]["patches"], "{:.1e}", tol=F64_ROUNDING)
     rec.fact("cls_diff_learned", res[("learned", "f32")]["cls"], "{:.3f}")
     rec.fact("cls_diff_sincos", res[("sincos2d", "f32")]["cls"], "{:.3f}")
     rec.fact("patch_diff_sincos", res[("sincos2d", "f32")]["patches"], "{:.2f}")
-    rec.fact("logit_diff_none_f32", res[("none", "f32")]["logits"], "{:.1e}", tol=1e-5)
+    rec.fact("logit_diff_none_f32", res[("none", "f32")]["logits"], "{:.1e}", tol=F32_ROUNDING)
     rec.fact("logit_diff_learned", res[("learned", "f32")]["logits"], "{:.4f}")
 
     # global average pooling instead of CLS: also blind to the order without positions
@@ -159,12 +176,14 @@ def permutation(rec):
         xd = x32.double()
         pa = gap.eval().forward_intermediates(xd, attn=False)["pooled"]
         pb = gap.forward_intermediates(shuffle_patches(xd, perm, 16), attn=False)["pooled"]
-    rec.fact("gap_diff_none", (pa - pb).abs().max().item(), "{:.1e}", tol=1e-13)
+    rec.fact("gap_diff_none", (pa - pb).abs().max().item(), "{:.1e}", tol=F64_ROUNDING)
     rec.fact("ti_params", param_breakdown(preset("vit-ti/16"))["total"])
     shuffled = shuffle_patches(x32, perm, 16)[0].permute(1, 2, 0).numpy()
     bars = {kind: res[(kind, "f32")]["cls"] for kind in ("none", "learned", "sincos2d")}
     bars["none (float64)"] = res[("none", "f64")]["cls"]
-    return {"image": face(IMAGE), "shuffled": shuffled, "bars": bars}
+    # rounding-level bars are labelled with their bound, which does not change with the CPU
+    bounds = {"none": F32_ROUNDING, "none (float64)": F64_ROUNDING}
+    return {"image": face(IMAGE), "shuffled": shuffled, "bars": bars, "bounds": bounds}
 
 
 @permutation.draw
@@ -190,8 +209,10 @@ def _(data, v):
     ax.set_xlim(1e-17, 10)
     ax.set_ylim(3.5, -0.85)
     ax.set_yticks(range(4), labels=labels, fontsize=8.5)
-    for i, val in enumerate(vals):
-        ax.text(val * 2, i, f"{val:.1e}", va="center", fontsize=8.5, color=c["fg"])
+    for i, (key, val) in enumerate(zip(order, vals, strict=True)):
+        bound = data["bounds"].get(key)
+        label = f"< {bound:.0e}".replace("e-0", "e-") if bound else f"{val:.1e}"
+        ax.text(val * 2, i, label, va="center", fontsize=8.5, color=c["fg"])
     ax.axvline(np.finfo(np.float32).eps, color=c["muted"], lw=1, ls="--")
     ax.text(
         np.finfo(np.float32).eps * 0.5,
@@ -229,6 +250,32 @@ def sincos_similarity(rec):
         rec.fact(f"sim{name}_far", float(s[0, 0, 13, 13]), "{:.2f}")
     rec.fact("pe_dim", PE_DIM)
     rec.fact("grid", GRID)
+    # why no pair is dissimilar: along one axis of the 2D table, D/4 frequencies
+    # w_f = 10000^(-f / (D/4)), and between positions d apart the similarity is the mean of
+    # cos(d w_f) over them; the slow half hardly turns over the 13 steps of a 14-wide axis
+    rec.fact("sim2d_min", float(s2.min()), "{:.2f}")
+    rec.fact("sim1d_min", float(s1.min()), "{:.2f}")
+    n_freq = PE_DIM // 4
+    omega = 1.0 / 10000 ** (torch.arange(n_freq, dtype=torch.float64) / n_freq)  # (192,)
+    span = GRID - 1  # the largest distance along an axis
+    turn = span * omega  # how far each column's angle turns across the axis
+    slow = turn < SLOW_RAD
+    rec.fact("axis_freqs", n_freq)
+    rec.fact("axis_span", span)
+    rec.fact("slow_rad", SLOW_RAD, "{:g}")
+    rec.fact("slow_cos", math.cos(SLOW_RAD), "{:.3f}")
+    rec.fact("slow_freqs", int(slow.sum()))
+    rec.fact("slow_share", float(slow.double().mean()), "{:.0%}")
+    rec.fact("quarter_turn_freqs", int((turn < math.pi / 2).sum()))
+    far = torch.cos(span * omega)  # each frequency's share at the farthest distance
+    rec.fact("far_slow_part", float(far[slow].sum() / n_freq), "{:.2f}")
+    rec.fact("far_rest_part", float(far[~slow].sum() / n_freq), "{:.2f}")
+    # the same kind of table on the grid of Chapter 9's small model, as the explorer shows it
+    from vitbook.experiments.pretrain import SHAPES_CFG  # its configuration, not its weights
+
+    gh, gw = SHAPES_CFG.grid
+    small = cosine_similarity_map(sincos_2d(gh, gw, SHAPES_CFG.dim), (gh, gw), num_prefix_tokens=0)
+    rec.fact("sim2d_min_small", float(small.min()), "{:.2f}")
     return {"1d": _similarity_maps(one), "2d": _similarity_maps(two)}
 
 
@@ -343,6 +390,15 @@ def traps(rec):
     return {"torch": torch_msg, "vitbook": textwrap.fill(vit_msg, 80), "load": load_msg}
 
 
+def _default_epochs() -> int:
+    """How many epochs the pre-training that ``pretrained_shapes_vit()`` runs lasts."""
+    import inspect
+
+    from vitbook.experiments.pretrain import pretrain
+
+    return inspect.signature(pretrain).parameters["epochs"].default
+
+
 @figure(chapter=4, id="learned-pos", size=(7.2, 2.4), trained=True, phone_size=4.6)
 def learned_pos(rec):
     """The learned table of the small ViT pre-trained in Chapter 9 (8 x 8 grid, D = 64)."""
@@ -355,6 +411,8 @@ def learned_pos(rec):
     picks = ((0, 0), (2, 5), (4, 4), (7, 1))
     rec.fact("learned_grid", gh)
     rec.fact("learned_dim", cfg.dim)
+    rec.fact("learned_n_train", run["n_train"])
+    rec.fact("learned_epochs", _default_epochs())
     # same row or column versus neither, averaged over all pairs of distinct patches
     s = sim.reshape(gh * gw, gh * gw).double()
     rr, cc = torch.meshgrid(torch.arange(gh), torch.arange(gw), indexing="ij")
@@ -401,3 +459,67 @@ def paper_pos_ablation(rec):
     )
     rec.fact("t8_spread_with_pos", 100 * spread, "{:.2f}")
     return table8
+
+
+@facts(chapter=4, id="init-sources")
+def init_sources(rec):
+    """How the class token and the position table start in the paper's JAX code,
+    torchvision, timm (and the book's model) and vit-pytorch, and what the differences do
+    before the first training step, computed on the book's ViT-B/16 and ViT-Ti/16."""
+    from scipy.special import log_ndtr, ndtr
+
+    std = 0.02  # the position table's standard deviation in JAX, torchvision and timm
+    rec.fact("init_std", std, "{:g}")
+    rec.fact("init_cls_std", 1e-6, text="1e-6")
+    # timm's trunc_normal_(std=.02) keeps its default bounds a, b = -2, 2, in absolute units:
+    # 100 standard deviations out, where no draw ever lands
+    rec.fact("trunc_bound", 2.0, "{:g}")
+    rec.fact("trunc_sigmas", 2.0 / std, "{:.0f}")
+    tail = (math.log(2) + float(log_ndtr(-2.0 / std))) / math.log(10)  # log10 P(|z| > 100)
+    rec.fact("trunc_tail_log10", tail, "{:.0f}")
+    torch.manual_seed(0)
+    b16 = VisionTransformer(cfg=preset("vit-b/16")).eval()  # the book's init: timm's
+    table = b16.pos_embed.detach()[0]  # (197, 768)
+    rec.fact("trunc_draws", table.numel(), "{:,}")
+    rec.fact("trunc_drawn_std", float(table.std()), "{:.4f}")
+    rec.fact("trunc_drawn_max", float(table.abs().max() / std), "{:.1f}")
+    # truncation at two standard deviations instead (TensorFlow's truncated normal, timm's
+    # trunc_normal_tf_): 4.6% of draws redrawn, and the spread shrinks
+    cut = 2 * float(ndtr(-2.0))
+    phi2 = math.exp(-2.0) / math.sqrt(2 * math.pi)  # the standard normal density at 2
+    shrink = math.sqrt(1 - 2 * 2 * phi2 / (1 - cut))
+    rec.fact("tf_cut_share", cut, "{:.1%}")
+    rec.fact("tf_std_factor", shrink, "{:.2f}")
+    # at step 0 the class token enters block 1 as x_class + E_pos[0]: next to a position row
+    # of std 0.02, timm's 1e-6 and the zeros of JAX and torchvision are the same start
+    cls_norm = float(b16.cls_token.detach().norm())
+    pos0_norm = float(table[0].norm())
+    rec.fact("cls_norm", cls_norm, text=f"{cls_norm:.1e}".replace("e-0", "e-"))
+    rec.fact("pos0_norm", pos0_norm, "{:.2f}")
+    rec.fact(
+        "cls_over_pos0",
+        cls_norm / pos0_norm,
+        text=f"{cls_norm / pos0_norm:.0e}".replace("e-0", "e-"),
+    )
+    torch.manual_seed(0)
+    ti = VisionTransformer(cfg=preset("vit-ti/16")).double().eval()
+    x = face_tensor(IMAGE).double()
+    with torch.no_grad():
+        before = ti(x)
+        ti.cls_token.zero_()  # the JAX code's and torchvision's class token
+        after = ti(x)
+    change = float((before - after).abs().max())
+    rec.fact("cls_zero_logit_change", change, text=f"{change:.0e}".replace("e-0", "e-"))
+    rec.fact("cls_zero_logit_scale", float(before.abs().max()), "{:.2f}")
+    # vit-pytorch draws both from a standard normal (std 1): its position rows are as long as
+    # sqrt(D), against the std-0.02 rows and the book's patch tokens on the face
+    with torch.no_grad():
+        tokens = b16.patch_embed(face_tensor(IMAGE))[0]  # (196, 768), PyTorch's Conv2d init
+    d = b16.cfg.dim
+    patch_norm = float(tokens.norm(dim=-1).median())
+    rec.fact("patch_token_norm", patch_norm, "{:.1f}")
+    rec.fact("pos_row_norm", float(table.norm(dim=-1).median()), "{:.2f}")
+    rec.fact("randn_row_norm", math.sqrt(d), "{:.1f}")
+    rec.fact("pos_share_of_token", float(table.norm(dim=-1).median()) / patch_norm, "{:.0%}")
+    rec.fact("randn_over_token", math.sqrt(d) / patch_norm, "{:.1f}")
+    return {"cut": cut, "shrink": shrink, "cls_over_pos0": cls_norm / pos0_norm}

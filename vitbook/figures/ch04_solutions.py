@@ -9,7 +9,7 @@ import torch
 from vitbook.analysis import sincos_1d
 from vitbook.calc import param_breakdown
 from vitbook.engine import facts
-from vitbook.figures.ch04_cls_position import shuffle_test
+from vitbook.figures.ch04_cls_position import F32_ROUNDING, shuffle_test
 from vitbook.model import VisionTransformer, preset
 
 
@@ -41,9 +41,9 @@ def solutions(rec):
     fused = shuffle_test(bag, x, perm)
     bag.set_fused_attn(False)
     explicit = shuffle_test(bag, x, perm)
-    rec.fact("sol_ex3_cls_fused", fused["cls"], "{:.0e}", tol=1e-5)
-    rec.fact("sol_ex3_cls_explicit", explicit["cls"], "{:.0e}", tol=1e-5)
-    rec.fact("sol_ex3_logits_fused", fused["logits"], "{:.0e}", tol=1e-5)
+    rec.fact("sol_ex3_cls_fused", fused["cls"], "{:.0e}", tol=F32_ROUNDING)
+    rec.fact("sol_ex3_cls_explicit", explicit["cls"], "{:.0e}", tol=F32_ROUNDING)
+    rec.fact("sol_ex3_logits_fused", fused["logits"], "{:.0e}", tol=F32_ROUNDING)
     changed = x.clone()
     changed[..., :16, :16] = 1.0 - changed[..., :16, :16]  # one patch, new pixels
     with torch.no_grad():

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from vitbook import plot
-from vitbook.engine import figure
+from vitbook.engine import facts, figure
 from vitbook.model import Attention, scaled_dot_product
 
 # --8<-- [start:worked-inputs]
@@ -343,103 +343,181 @@ def scale_experiment(
     n_keys: int = 64,
     trials: int = 300,
     seed: int = 0,
-    flat: float = 0.01,
-) -> dict[str, dict[str, list[float]]]:
+) -> dict:
     """Random query against ``n_keys`` random keys (entries N(0, 1)), with and without scaling.
 
     For each head size: the spread (std over keys) of the scores and the largest softmax
-    weight, averaged over ``trials`` draws; the size of the softmax gradient, the Frobenius
-    norm of its Jacobian d weights / d scores = diag(a) - a aᵀ, as the median over the draws
-    (the typical draw), and the share of draws where that norm is below ``flat``.
+    weight, averaged over ``trials`` draws; and, for every draw, two gradient sizes (Frobenius
+    norms): the softmax's own Jacobian d weights / d scores = diag(a) - a aᵀ, and the gradient
+    that reaches the query, d weights / d q = (diag(a) - a aᵀ) K / c, where c = sqrt(Dh) when
+    scaled and 1 when not (the scores are K q / c).
     """
     g = torch.Generator().manual_seed(seed)
-    out = {"scaled": {}, "unscaled": {}}
+    out = {}
     for scale, name in ((True, "scaled"), (False, "unscaled")):
-        rows = {"std": [], "max_weight": [], "grad_norm": [], "flat_share": []}
+        rows = {"std": [], "max_weight": [], "grad": [], "q_grad": []}
         for dh in head_dims:
             q = torch.randn(trials, 1, dh, generator=g, dtype=torch.float64)
             k = torch.randn(trials, n_keys, dh, generator=g, dtype=torch.float64)
             v = torch.zeros(trials, n_keys, 1, dtype=torch.float64)  # values do not matter here
-            scores = (q @ k.transpose(-2, -1))[:, 0]  # (trials, n_keys)
-            if scale:
-                scores = scores / math.sqrt(dh)
+            c = math.sqrt(dh) if scale else 1.0
+            scores = (q @ k.transpose(-2, -1))[:, 0] / c  # (trials, n_keys)
             _, a = scaled_dot_product(q, k, v, scale=scale)  # (trials, 1, n_keys)
             a = a[:, 0]
             jac = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]  # (trials, n, n)
+            q_jac = jac @ k / c  # (trials, n, dh): d weights / d query, since d s / d q = K / c
             rows["std"].append(scores.std(dim=-1).mean().item())
             rows["max_weight"].append(a.max(dim=-1).values.mean().item())
-            norms = jac.flatten(1).norm(dim=-1)  # (trials,)
-            rows["grad_norm"].append(norms.median().item())
-            rows["flat_share"].append((norms < flat).double().mean().item())
-        out[name] = rows
+            rows["grad"].append(jac.flatten(1).norm(dim=-1).numpy())  # (trials,)
+            rows["q_grad"].append(q_jac.flatten(1).norm(dim=-1).numpy())  # (trials,)
+        out[name] = {key: np.array(val) for key, val in rows.items()}  # (dims,) or (dims, trials)
     out["head_dims"] = list(head_dims)
     out["n_keys"] = n_keys
     out["trials"] = trials
-    out["flat"] = flat
     return out
     # --8<-- [end:why-scale]
 
 
-@figure(chapter=5, id="why-scale", size=(7.2, 3.0), phone_size=7.6)
+#: The scale experiment is repeated for seeds 0 .. SCALE_SEEDS - 1 (none picked): a median
+#: over 300 draws is stable where the draws agree, not where half of them are saturated.
+SCALE_SEEDS = 10
+#: A draw whose softmax Jacobian has a norm below this is "flat": a saturated softmax.
+FLAT = 0.01
+
+
+def scale_over_seeds(seeds: int = SCALE_SEEDS, **kwargs) -> dict:
+    """``scale_experiment`` for seeds 0 .. seeds - 1, stacked: (seeds, head sizes) arrays for
+    the averages, (seeds, head sizes, trials) for the per-draw gradients."""
+    runs = [scale_experiment(seed=s, **kwargs) for s in range(seeds)]
+    out = {name: {key: np.stack([r[name][key] for r in runs]) for key in runs[0][name]}
+           for name in ("scaled", "unscaled")}  # fmt: skip
+    for key in ("head_dims", "n_keys", "trials"):
+        out[key] = runs[0][key]
+    out["seeds"] = seeds
+    return out
+
+
+def span(values) -> tuple[float, float, float]:
+    """(median, lowest, highest) of per-seed values."""
+    return float(np.median(values)), float(np.min(values)), float(np.max(values))
+
+
+def pooled(draws: np.ndarray, qs=(0.1, 0.5, 0.9)) -> np.ndarray:
+    """Quantiles per head size of (seeds, head sizes, trials) draws, all seeds pooled:
+    a (len(qs), head sizes) array."""
+    flat = draws.transpose(1, 0, 2).reshape(draws.shape[1], -1)
+    return np.quantile(flat, qs, axis=1)
+
+
+@figure(chapter=5, id="why-scale", size=(7.2, 5.2), phone_size=11.0)
 def why_scale(rec):
-    """Score spread, peak weight and softmax gradient against head size, scaled and not."""
-    r = scale_experiment()
+    """Score spread, peak weight, the softmax gradient and the gradient reaching the query
+    against head size, scaled and not, over seeds 0-9 of ``scale_experiment``."""
+    r = scale_over_seeds()
     dims = r["head_dims"]
     i64, lo, hi = dims.index(64), 0, len(dims) - 1
+    s, u = r["scaled"], r["unscaled"]
+    med = {name: {key: np.median(r[name][key], axis=-1) for key in ("grad", "q_grad")}
+           for name in ("scaled", "unscaled")}  # per seed: (seeds, head sizes)  # fmt: skip
     rec.fact("scale_n_keys", r["n_keys"])
     rec.fact("scale_trials", r["trials"])
+    rec.fact("scale_seeds", r["seeds"])
     rec.fact("scale_dh_min", dims[lo])
     rec.fact("scale_dh_max", dims[hi])
     rec.fact("uniform_weight", 1 / r["n_keys"], "{:.4f}")
     for name, tag in (("scaled", "s"), ("unscaled", "u")):
         for where, i in (("min", lo), ("64", i64), ("max", hi)):
-            rec.fact(f"std_{tag}_{where}", r[name]["std"][i], "{:.2f}")
-            rec.fact(f"maxw_{tag}_{where}", r[name]["max_weight"][i], "{:.3f}")
-            rec.fact(f"grad_{tag}_{where}", r[name]["grad_norm"][i], "{:.2g}")
-    rec.fact(
-        "grad_ratio_max", r["scaled"]["grad_norm"][hi] / r["unscaled"]["grad_norm"][hi], "{:.0f}"
-    )
-    rec.fact("flat_threshold", r["flat"], "{:g}")
-    rec.fact("flat_u_max", r["unscaled"]["flat_share"][hi], "{:.0%}")
-    rec.fact("flat_u_64", r["unscaled"]["flat_share"][i64], "{:.0%}")
-    rec.fact("flat_s_max", r["scaled"]["flat_share"][hi], "{:.0%}")
+            rec.fact(f"std_{tag}_{where}", r[name]["std"][:, i].mean(), "{:.2f}")
+            rec.fact(f"maxw_{tag}_{where}", r[name]["max_weight"][:, i].mean(), "{:.3f}")
+            rec.fact(f"grad_{tag}_{where}", np.median(med[name]["grad"][:, i]), "{:.2g}")
+    # the ratio of typical softmax gradients at the largest head, seed by seed: not one number
+    m, low, high = span(med["scaled"]["grad"][:, hi] / med["unscaled"]["grad"][:, hi])
+    rec.fact("grad_ratio_max", m, "{:.0f}")
+    rec.fact("grad_ratio_max_lo", low, "{:.0f}")
+    rec.fact("grad_ratio_max_hi", high, "{:.0f}")
+    rec.fact("flat_threshold", FLAT, "{:g}")
+    for where, i in (("64", i64), ("max", hi)):
+        m, low, high = span((u["grad"][:, i] < FLAT).mean(axis=-1))
+        rec.fact(f"flat_u_{where}", m, "{:.0%}")
+        rec.fact(f"flat_u_{where}_lo", low, "{:.0%}")
+        rec.fact(f"flat_u_{where}_hi", high, "{:.0%}")
+    rec.fact("flat_s_max", (s["grad"] < FLAT).mean(axis=-1).max(), "{:.0%}")
     rec.fact("sqrt_dh_max", math.sqrt(dims[hi]), "{:.1f}")
-    # where the unscaled gradient collapses: the first head size whose median gradient is
-    # below half the scaled one (read from the data, not assumed)
-    gu, gs = r["unscaled"]["grad_norm"], r["scaled"]["grad_norm"]
-    c = next(i for i in range(len(dims)) if gu[i] < 0.5 * gs[i])
-    rec.fact("grad_collapse_dh", dims[c])
-    rec.fact("grad_u_collapse", gu[c], "{:.2g}")
-    return r
+    # where the unscaled softmax gradient collapses: the first head size whose median is below
+    # half the scaled one, seed by seed (read from the data, not assumed)
+    first = [
+        dims[next(i for i, (gu, gs) in enumerate(zip(mu, ms, strict=True)) if gu < 0.5 * gs)]
+        for mu, ms in zip(med["unscaled"]["grad"], med["scaled"]["grad"], strict=True)
+    ]
+    collapse = max(sorted(set(first)), key=first.count)
+    rec.fact("grad_collapse_dh", collapse)
+    rec.fact("grad_collapse_seeds", first.count(collapse))
+    rec.fact("grad_collapse_lo", min(first))
+    rec.fact("grad_collapse_hi", max(first))
+    rec.fact("grad_u_collapse", np.median(med["unscaled"]["grad"][:, dims.index(collapse)]),
+             "{:.2g}")  # fmt: skip
+    # what reaches the query: the Jacobian times K / c, and K enters sqrt(Dh) times larger
+    # unscaled. Its typical size, and how widely it varies from draw to draw (10th-90th pct)
+    m, low, high = span(med["unscaled"]["q_grad"][:, i64] / med["scaled"]["q_grad"][:, i64])
+    rec.fact("qgrad_u_over_s_64", m, "{:.1f}")
+    m, low, high = span(med["scaled"]["q_grad"][:, hi] / med["unscaled"]["q_grad"][:, hi])
+    rec.fact("qgrad_ratio_max", m, "{:.1f}")
+    rec.fact("qgrad_ratio_max_lo", low, "{:.1f}")
+    rec.fact("qgrad_ratio_max_hi", high, "{:.1f}")
+    q = {name: pooled(r[name]["q_grad"]) for name in ("scaled", "unscaled")}
+    g = {name: pooled(r[name]["grad"]) for name in ("scaled", "unscaled")}
+    rec.fact("qgrad_s_med", np.median(q["scaled"][1]), "{:.2f}")
+    rec.fact("qgrad_s_spread", (q["scaled"][2] / q["scaled"][0]).max(), "{:.1f}")
+    for where, i in (("64", i64), ("max", hi)):
+        rec.fact(f"qgrad_u_{where}_p10", q["unscaled"][0, i], "{:.2g}")
+        rec.fact(f"qgrad_u_{where}_p90", q["unscaled"][2, i], "{:.2g}")
+    drawn = {"head_dims": dims, "n_keys": r["n_keys"]}
+    for name in ("scaled", "unscaled"):  # means over the seeds; quantiles of the pooled draws
+        drawn[name] = {
+            "std": r[name]["std"].mean(axis=0),
+            "max_weight": r[name]["max_weight"].mean(axis=0),
+            "grad": g[name],
+            "q_grad": q[name],
+        }
+    return drawn
 
 
 @why_scale.draw
-def _(r, v):
+def draw_why_scale(r, v):
     c = plot.colors(v)
-    fig, axes = plot.subplots(v, 1, 3, phone_cols=1)
+    fig, axes = plot.subplots(v, 2, 2, phone_cols=1)
     dims = r["head_dims"]
     panels = (
         ("std", "score spread\n(std over keys)", "log"),
         ("max_weight", "largest weight", "linear"),
-        ("grad_norm", "softmax gradient, median\n‖∂a/∂s‖ (Frobenius)", "log"),
+        ("grad", "softmax gradient\n‖∂a/∂s‖", "log"),
+        ("q_grad", "gradient reaching\nthe query ‖∂a/∂q‖", "log"),
     )
-    for ax, (key, ylabel, yscale) in zip(axes, panels, strict=True):
+    for ax, (key, ylabel, yscale) in zip(axes.flat, panels, strict=True):
         for name, col, label in (
             ("scaled", c["blue"], "÷ √Dh"),
             ("unscaled", c["orange"], "unscaled"),
         ):
             ys = r[name][key]
+            if ys.ndim == 2:  # draws: the median, and the 10th to 90th percentile as a band
+                ax.fill_between(dims, ys[0], ys[2], color=col, alpha=0.2, lw=0)
+                ys = ys[1]
             ax.plot(dims, ys, "o-", color=col, ms=3.5, lw=1.6)
-            at = -1 if name == "scaled" else 3  # unscaled: above-left of its 4th point
+            if name == "unscaled":  # above-left of its 4th point
+                at, offset, ha, va = 3, (-5, 6), "right", "bottom"
+            elif key in ("grad", "q_grad"):  # below its line, where the band leaves room
+                at, offset, ha, va = 1, (0, -9), "left", "top"
+            else:  # above the end of its line
+                at, offset, ha, va = -1, (-2, 7), "right", "center"
             ax.annotate(
                 label,
                 (dims[at], ys[at]),
-                xytext=(-2, 7) if at == -1 else (-5, 6),
+                xytext=offset,
                 textcoords="offset points",
-                ha="right",
+                ha=ha,
                 fontsize=8.5,
                 color=col,
-                va="bottom" if at == 3 else "center",
+                va=va,
             )
         ax.set_xscale("log", base=2)
         ax.set_yscale(yscale)
@@ -448,8 +526,68 @@ def _(r, v):
         ax.set_xlabel("head size Dh")
         ax.set_ylabel(ylabel, fontsize=9)
         ax.grid(True, axis="y", which="major")
-    axes[0].set_yticks([1, 2, 5, 10, 20], labels=["1", "2", "5", "10", "20"])
-    axes[1].set_ylim(0, 1.05)
-    axes[1].axhline(1 / r["n_keys"], color=c["muted"], lw=0.8, ls="--")
-    axes[1].text(dims[0], 1 / r["n_keys"] + 0.03, "uniform 1/64", fontsize=8, color=c["muted"])
+    axes[0, 0].set_yticks([1, 2, 5, 10, 20], labels=["1", "2", "5", "10", "20"])
+    axes[0, 1].set_ylim(0, 1.05)
+    axes[0, 1].axhline(1 / r["n_keys"], color=c["muted"], lw=0.8, ls="--")
+    axes[0, 1].text(dims[0], 1 / r["n_keys"] + 0.03, "uniform 1/64", fontsize=8, color=c["muted"])
     return fig
+
+
+# --8<-- [start:stable-softmax]
+def naive_softmax(s: torch.Tensor) -> torch.Tensor:
+    """exp of the raw scores, then normalise: overflows once a score passes log(largest float)."""
+    e = s.exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def stable_softmax(s: torch.Tensor) -> torch.Tensor:
+    """Subtract each row's largest score first: every exp is at most 1, and the weights are the
+    same, since e^(s - m) / sum e^(s - m) = e^s / sum e^s."""
+    e = (s - s.amax(dim=-1, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+    # --8<-- [end:stable-softmax]
+
+
+def largest_finite_exp_arg(dtype: torch.dtype) -> float:
+    """The largest number x of ``dtype`` whose e^x, rounded to ``dtype``, is still finite.
+
+    Enumerates every float16 (or bfloat16) value; e^x is computed in float64 and rounded once,
+    so the answer does not depend on the CPU's exp routine."""
+    bits = torch.arange(0, 0x7C00 if dtype == torch.float16 else 0x7F80, dtype=torch.int32)
+    xs = bits.to(torch.int16).view(dtype).double()  # every finite non-negative value
+    finite = torch.isfinite(xs.exp().to(dtype))
+    return xs[finite].max().item()
+
+
+@facts(chapter=5, id="stable-softmax")
+def softmax_overflow(rec):
+    """What overflows in float16: the largest score whose exp survives, the share of unscaled
+    Dh = 64 draws (the scale experiment's setup) that pass it, and the naive softmax against
+    the stable one and PyTorch's on those scores in float16."""
+    x16 = largest_finite_exp_arg(torch.float16)
+    rec.fact("fp16_max", torch.finfo(torch.float16).max, "{:,.0f}")
+    rec.fact("fp16_exp_limit", x16, "{:.2f}")
+    rec.fact("fp32_exp_limit", math.log(torch.finfo(torch.float32).max), "{:.1f}")
+    g = torch.Generator().manual_seed(0)
+    trials, n_keys, dh = 300, 64, 64
+    q = torch.randn(trials, 1, dh, generator=g, dtype=torch.float64)
+    k = torch.randn(trials, n_keys, dh, generator=g, dtype=torch.float64)
+    raw = (q @ k.transpose(-2, -1))[:, 0]  # (trials, n_keys): unscaled scores
+    out = {}
+    for name, s in (("u", raw), ("s", raw / math.sqrt(dh))):
+        half = s.half()
+        exact = s.softmax(dim=-1)  # float64 reference
+        naive_nan = naive_softmax(half).isnan().any(dim=-1)
+        rec.fact(f"fp16_over_{name}", (s.amax(dim=-1) > x16).double().mean().item(), "{:.0%}")
+        rec.fact(f"fp16_naive_nan_{name}", naive_nan.double().mean().item(), "{:.0%}")
+        stable = stable_softmax(half)
+        rec.fact(f"fp16_stable_nan_{name}", int(stable.isnan().any(dim=-1).sum()))
+        err = (stable.double() - exact).abs().max().item()
+        bound = 1e-2 if name == "u" else 1e-3  # float16 rounding of the scores and weights
+        rec.fact(f"fp16_stable_err_{name}", err, "{:.0e}", tol=bound)
+        torch_err = (half.softmax(dim=-1).double() - exact).abs().max().item()
+        rec.fact(f"fp16_torch_err_{name}", torch_err, "{:.0e}", tol=bound)
+        out[name] = {"naive_nan": naive_nan.double().mean().item(), "err": err}
+    rec.fact("fp16_dh", dh)
+    rec.fact("fp16_trials", trials)
+    return out

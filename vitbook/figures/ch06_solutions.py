@@ -12,6 +12,7 @@ from vitbook.figures.ch06_multi_head import (
     GRID,
     PATCH,
     QUERY,
+    diff_text,
     face_tokens,
     hand_set_heads,
     shape_text,
@@ -49,7 +50,7 @@ def solutions(rec):
     for i, (_, t) in enumerate(steps):
         rec.fact(f"sol_ex1_step{i}", shape_text(t))
     rec.fact("sol_ex1_steps", len(steps))
-    rec.fact("sol_ex1_diff", diff, "{:.0e}", tol=1e-5)
+    rec.fact("sol_ex1_diff", diff, text=diff_text(diff))  # the same operations: exactly 0
 
     g = torch.Generator().manual_seed(0)
     attn = Attention(dim=48, heads=4, fused=True).eval()
@@ -64,7 +65,8 @@ def solutions(rec):
     rec.fact("sol_ex2_heads", attn.heads)
     rec.fact("sol_ex2_same_shape", "yes" if wrong.shape == module.shape else "no")
     rec.fact("sol_ex2_diff", (wrong - ref).abs().max().item(), "{:.2f}")
-    rec.fact("sol_ex2_right_diff", (module - ref).abs().max().item(), "{:.0e}", tol=1e-5)
+    # float32 rounding between the fused kernel and the loop: printed as the bound tol
+    rec.fact("sol_ex2_right_diff", (module - ref).abs().max().item(), "{:.0e}", tol=1e-6)
 
     tokens, _ = face_tokens()
     dists = {}

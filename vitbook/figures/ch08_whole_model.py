@@ -108,6 +108,42 @@ def b16_shape_trace(rec):
     return trace
 
 
+@facts(chapter=8, id="b16-equations")
+def b16_equations(rec):
+    """Eq. 8.1 and 8.3 with ViT-B/16's numbers put in, term by term, checked against
+    ``param_breakdown`` and ``macs`` (which count the same things module by module)."""
+    cfg = preset(B16)
+    P, C, D, L, K = cfg.patch_size, cfg.in_chans, cfg.dim, cfg.depth, cfg.num_classes
+    N, T = cfg.num_patches, cfg.seq_len
+    params = {
+        "pe": (P * P * C + 1) * D,
+        "cls": D,
+        "pos": (N + 1) * D,
+        "blocks": L * (12 * D * D + 13 * D),
+        "ln": 2 * D,
+        "head": (D + 1) * K,
+    }
+    mac = {
+        "pe": N * P * P * C * D,
+        "lin": 12 * T * D * D,  # one block, the parts linear in T
+        "quad": 2 * T * T * D,  # one block, the attention matmuls
+        "head": D * K,
+    }
+    mac["blocks"] = L * (mac["lin"] + mac["quad"])
+    assert sum(params.values()) == param_breakdown(cfg)["total"]
+    assert mac["pe"] + mac["blocks"] + mac["head"] == macs(cfg)["total"]
+    for key, value in {"p": P, "c": C, "n": N, "k": K}.items():
+        rec.fact(f"eq_{key}", value)
+    for key, value in params.items():
+        rec.fact(f"eq_params_{key}", value)
+    rec.fact("eq_params_total", sum(params.values()))
+    for key, value in mac.items():
+        rec.fact(f"eq_macs_{key}", value)
+    rec.fact("eq_macs_total", mac["pe"] + mac["blocks"] + mac["head"])
+    rec.fact("eq_macs_quad_share", mac["quad"] / (mac["lin"] + mac["quad"]), "{:.1%}")
+    return {"params": params, "macs": mac}
+
+
 COMPONENTS = {  # label: keys of param_breakdown summed
     "patch embedding": ("patch_embed",),
     "class token + positions": ("cls_token", "pos_embed"),
@@ -235,19 +271,27 @@ def resolution_ratios(rec):
         rec.fact(f"tokens_ratio_{size}", big.seq_len / cfg.seq_len, "{:.2f}")
         rec.fact(f"macs_ratio_{size}", macs(big)["total"] / base, "{:.2f}")
         rec.fact(f"gmacs_{size}", macs(big)["total"] / 1e9, "{:.1f}")
+    # Why a narrow model's cost grows faster with resolution: by Eq. 8.2 a block costs
+    # 12 T D^2 (1 + T / (6 D)); the quadratic part weighs T / (6 D) against the linear one.
+    ti = preset(LATENCY_MODEL)
+    ti_384 = preset(LATENCY_MODEL, image_size=384)
+    rec.fact("ti16_macs_ratio_384", macs(ti_384)["total"] / macs(ti)["total"], "{:.2f}")
+    for name, c, big in (("b16", cfg, preset(B16, image_size=384)), ("ti16", ti, ti_384)):
+        rec.fact(f"{name}_quad_weight_224", c.seq_len / (6 * c.dim), "{:.2f}")
+        rec.fact(f"{name}_quad_weight_384", big.seq_len / (6 * big.dim), "{:.2f}")
     return {"base": base}
 
 
 # --8<-- [start:latency]
 def median_latencies(
-    models: dict[int, torch.nn.Module], *, warmup: int, rounds: int
+    models: dict[int, torch.nn.Module], *, warmup: int, rounds: int, batch: int = 1
 ) -> dict[int, float]:
-    """Median seconds per forward pass of one image (batch 1) for each image size.
+    """Median seconds per forward pass of a batch of ``batch`` images, for each image size.
 
     The sizes take turns within every round, so a burst of load from another process slows
     all of them alike instead of spoiling one size's measurements.
     """
-    inputs = {size: torch.randn(1, 3, size, size) for size in models}  # batch 1
+    inputs = {size: torch.randn(batch, 3, size, size) for size in models}  # (B, C, H, W)
     times: dict[int, list[float]] = {size: [] for size in models}
     with torch.inference_mode():
         for _ in range(warmup):
@@ -314,31 +358,25 @@ def _(rows, v):
     ax.plot(s, pm, "-", color=c["blue"], lw=1.5)
     ax.plot(s, ms, "o", color=c["orange"], ms=7, zorder=5)
     plot.label_line(ax, s[-1], pq[-1], "prediction from\ntoken pairs (N+1)²", c["muted"])
-    if plot.is_phone(v):  # little room on the right: one label above, one below
+    # The MAC prediction and the measurement end close together (a timing: above or below):
+    # the upper of the two is labelled above its end, the lower below, so they never overprint.
+    mac_above = pm[-1] >= ms[-1]
+    for y, text, color, above in (
+        (pm[-1], "prediction from\nthe MAC count", c["blue"], mac_above),
+        (ms[-1], f"measured (median),\n{ms[-1]:.0f} ms", c["orange"], not mac_above),
+    ):
         ax.annotate(
-            "prediction from\nthe MAC count",
-            (s[-1], pm[-1]),
-            xytext=(4, 4),
+            text,
+            (s[-1], y),
+            xytext=(6, 5 if above else -5),
             textcoords="offset points",
-            va="bottom",
+            va="bottom" if above else "top",
             fontsize=8.5,
-            color=c["blue"],
+            color=color,
         )
-        ax.annotate(
-            "measured\n(median)",
-            (s[-1], ms[-1]),
-            xytext=(6, -4),
-            textcoords="offset points",
-            va="top",
-            fontsize=8.5,
-            color=c["orange"],
-        )
-    else:
-        plot.label_line(ax, s[-1], pm[-1], "prediction from\nthe MAC count", c["blue"])
-        plot.label_line(ax, s[-1], ms[-1], "measured\n(median)", c["orange"], va="top")
-    for x, y in zip(s, ms, strict=True):
-        ax.annotate(f"{y:.0f}", (x, y), xytext=(-6, 6), textcoords="offset points",
-                    ha="right", fontsize=8, color=c["orange"])  # fmt: skip
+    for x, y in zip(s[:-1], ms[:-1], strict=True):  # the last one is in its label
+        ax.annotate(f"{y:.0f}", (x, y), xytext=(4, -4), textcoords="offset points",
+                    ha="left", va="top", fontsize=8, color=c["orange"])  # fmt: skip
     shown = plot.pick(v, s, s[::2] if len(s) > 4 else s)
     ax.set_xticks(shown, labels=[str(x) for x in shown])
     ax.set_xlim(s[0] - 20, s[-1] + 110)

@@ -25,6 +25,10 @@ SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained
 RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay",
            "clip": "+ clipping", "all": "all three"}  # fmt: skip
 RECIPE_LR = 1e-2  # the rate at which the recipes are compared
+EARLY_STEPS = 100  # a short budget, read off the transfer runs' validation curves
+#: A learning-rate run at chance: below this test accuracy (chance is 25%; the runs that learn
+#: the four shapes end far above it).
+COLLAPSE_BELOW = 0.4
 
 
 COLOURS = {"cnn": "purple", "vit_scratch": "red", "vit_head": "blue", "vit_full": "green"}
@@ -134,19 +138,24 @@ def _(d, v):
 @figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True, phone_size=7.8)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
-    learning rate it followed."""
+    learning rate it followed; seed 0 (the model every later run starts from) and the two
+    other seeds of the same recipe (the models Chapter 10 checks its findings on)."""
     r = runs.pretrained_shapes_vit()
+    others = [runs.pretrained_shapes_vit(seed=s)["history"] for s in runs.PRE_SEEDS[1:]]
     h, cfg = r["history"], r["cfg"]
     rec.fact("pre_params", r["model"].num_params(), "{:,}")
     rec.fact("pre_n_train", r["n_train"], "{:,}")
     rec.fact("pre_epochs", h.epochs)
-    rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)  # one seed: the transfer spread
+    rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)
     rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}", tol=0.03)
+    rec.fact("pre_seeds", len(runs.PRE_SEEDS))
+    stats.record(rec, "pre_acc_seeds", [x.final_test_acc for x in (h, *others)])
     rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
-    return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr}
+    return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr,
+            "others": [{"loss": x.train_loss, "test": x.test_acc} for x in others]}  # fmt: skip
 
 
 @pretrain_curves.draw
@@ -154,12 +163,16 @@ def _(d, v):
     c = plot.colors(v)
     fig, (a1, a2, a3) = plot.subplots(v, 1, 3, phone_cols=1)
     ep = np.arange(1, len(d["loss"]) + 1)
+    for o in d["others"]:  # the other seeds, thin and behind
+        a1.plot(ep, o["loss"], color=c["muted"], lw=0.9)
+        a2.plot(ep, 100 * np.array(o["test"]), color=c["muted"], lw=0.9)
     a1.plot(ep, d["loss"], color=c["blue"], marker="o", ms=3)
     a1.set(xlabel="epoch", ylabel="training loss", title="Loss")
     a2.plot(ep, 100 * np.array(d["train"]), color=c["blue"], marker="o", ms=3)
     a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], marker="o", ms=3)
     plot.label_line(a2, ep[-1], 100 * d["train"][-1] + 7, "train", c["blue"], ha="right")
     plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 7, "test", c["orange"], ha="right")
+    a2.text(ep[0], 95, "grey: test, seeds 1 and 2", color=c["muted"], fontsize=8, va="top")
     a2.set(xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 102), title="Accuracy")
     a3.plot(ep, np.array(d["lr"]) * 1e3, color=c["green"], marker="o", ms=3)
     a3.set(xlabel="epoch", ylabel="learning rate (×10⁻³)", title="Schedule")
@@ -169,7 +182,7 @@ def _(d, v):
 
 
 @figure(chapter=9, id="transfer", size=(7.2, 3.4), trained=True, phone_size=4.4)
-def transfer(rec):
+def transfer_by_size(rec):
     """Test accuracy on the four new shapes against training-set size: small CNN, ViT from
     scratch, and the pre-trained ViT fine-tuned head only or fully; each run read at its best
     validation checkpoint; one point per seed, the line through the means."""
@@ -190,6 +203,13 @@ def transfer(rec):
     gain = np.mean(acc["vit_scratch"][-1]) - np.mean(acc["vit_scratch"][0])
     tol = 100 * stats.tolerance(acc["vit_scratch"][-1])
     rec.fact("scratch_gain", 100 * gain, "{:.0f}", tol=tol)
+    # what a short budget shows: the ViT from scratch at its last validation measurement within
+    # the first EARLY_STEPS steps, at each size (the budget an earlier edition gave every arm)
+    early = [[_val_at(x, EARLY_STEPS) for x in row] for row in r["vit_scratch"]]
+    for n, vals in zip(SIZES, early, strict=True):
+        stats.record(rec, f"scratch_early_{n}", vals)
+    rec.fact("early_steps", EARLY_STEPS)
+    rec.fact("early_large_vs_small", stats.verdict(early[-1], early[0]))
     chance = 1 / len(FINETUNE_CLASSES)
     for k in NAMES:
         rec.fact(f"steps_{k}_small", transfer.transfer_steps(k, SIZES[0]), "{:,}")
@@ -216,7 +236,12 @@ def transfer(rec):
     return {"sizes": list(SIZES), "acc": acc, "curves": curves}
 
 
-@transfer.draw
+def _val_at(run: dict, steps: int) -> float:
+    """A transfer run's validation accuracy at its last measurement within ``steps`` steps."""
+    return [a for st, a in zip(run["val_steps"], run["val_acc"], strict=True) if st <= steps][-1]
+
+
+@transfer_by_size.draw
 def _(d, v):
     c = plot.colors(v)
     fig, ax = plot.subplots(v)
@@ -227,7 +252,7 @@ def _(d, v):
         for i in range(a.shape[1]):
             ax.plot(shift, a[:, i], "o", color=c[COLOURS[k]], ms=3.5, alpha=0.7, mfc="none")
         ax.plot(shift, a.mean(1), color=c[COLOURS[k]], lw=2, label=name)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 0.3), fontsize=8)
     ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
     ax.text(sizes[0] * 0.82, 100 / len(FINETUNE_CLASSES) - 1.5, "chance", color=c["muted"],
             fontsize=8, va="top")  # fmt: skip
@@ -267,11 +292,12 @@ def _(d, v):
                 ax.plot(steps, 100 * np.array(val), color=c[COLOURS[k]], lw=0.7, alpha=0.6)
             steps = d["curves"][k][i][0][0]
             mean = 100 * np.mean([val for _, val in d["curves"][k][i]], axis=0)
-            ax.plot(steps, mean, color=c[COLOURS[k]], lw=1.8, label=name if i == 0 else None)
+            ax.plot(steps, mean, color=c[COLOURS[k]], lw=1.8, label=name)
         ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+        ax.axvline(EARLY_STEPS, color=c["muted"], lw=0.8, ls=":")
         ax.set(title=f"{n} images", xlabel="optimiser steps", ylim=(0, 102))
     axes[0].set_ylabel("validation accuracy (%)")
-    axes[0].legend(loc="lower right", fontsize=7)
+    axes[-1].legend(loc="lower right", fontsize=7)
     return fig
 
 
@@ -313,12 +339,16 @@ def lr_sweep(rec):
     recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS10]
                for k in RECIPES}  # fmt: skip
     for k in RECIPES:
-        rec.fact(f"recipe_{k}_collapsed", sum(x["final"] < 0.4 for x in recipes[k]), tol=1)
+        collapsed = sum(x["final"] < COLLAPSE_BELOW for x in recipes[k])
+        rec.fact(f"recipe_{k}_collapsed", collapsed, tol=1)
+    rec.fact("collapse_below", COLLAPSE_BELOW, "{:.0%}")
     # layer-wise learning-rate decay at the best constant rate, against the plain recipe there
     best = best_lr["vit_full"]
     layered = [runs.lr_run(model="vit_full", lr=best, seed=s, recipe="layers")["final"]
                for s in SEEDS]  # fmt: skip
     stats.record(rec, "layers_acc", layered)
+    plain = final["vit_full"][best]
+    rec.fact("layers_plain", float(np.mean(plain)), "{:.1%}", tol=stats.tolerance(plain))
     rec.fact("layers_vs_plain", stats.verdict(layered, final["vit_full"][best]))
     rec.fact("layer_decay", lrsweep.LAYER_DECAY, "{:g}")
     rec.fact("layer_decay_first", lrsweep.LAYER_DECAY**4, "{:.2f}")
@@ -364,15 +394,16 @@ def _(d, v):
         ep = np.arange(1, curves.shape[1] + 1)
         a3.plot(ep, curves.mean(0), color=col, lw=1.8, label=f"{lr:g}")
     a3.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    a3.legend(loc="lower right", fontsize=7, title="rate", title_fontsize=7)
-    a3.set(xlabel="epoch", ylim=(0, 102), title="Fine-tuned ViT, per epoch")
+    a3.legend(loc="lower center", bbox_to_anchor=(0.5, 0.28), ncol=3, fontsize=7, title="rate",
+              title_fontsize=7, handlelength=1.2, columnspacing=0.8)  # fmt: skip
+    a3.set(xlabel="epoch", ylim=(0, 102), title="ViT, per epoch")
     for x, k in enumerate(RECIPES):
         vals = 100 * np.array(d["recipes"][k])
         a2.plot(np.full(len(vals), x), vals, "o", color=c["green"], ms=4, mfc="none")
         a2.plot([x - 0.25, x + 0.25], [vals.mean()] * 2, color=c["green"], lw=2)
     a2.set_xticks(range(len(RECIPES)), list(RECIPES.values()), rotation=30, ha="right",
                   fontsize=8)  # fmt: skip
-    a2.set(ylim=(0, 102), title=f"Fine-tuned ViT at {RECIPE_LR:g}")
+    a2.set(ylim=(0, 102), title=f"ViT at {RECIPE_LR:g}")
     return fig
 
 
@@ -415,6 +446,7 @@ def interpolated_pos(rec):
     for t in after:
         stats.record(rec, f"hires_{t}_after", after[t])
     rec.fact("hires_verdict", stats.verdict(after["interpolated"], after["fresh"]))
+    rec.fact("hires_seeds", len(SEEDS))
     rec.fact("hires_epochs", runs_["fresh"][0]["epochs"])
     rec.fact("hires_seconds", sum(x["seconds"] for v in runs_.values() for x in v), "{:.0f}",
              measured=True)  # fmt: skip
@@ -517,10 +549,26 @@ def recipes(rec):
     rec.fact("paper_scratch_lr", "3e-3")
     rec.fact("paper_scratch_wd", 0.3)
     rec.fact("paper_scratch_epochs", 300)
-    # fine-tuning (appendix B.1.1, Table 4): SGD with momentum, a small grid of rates, clipping
+    # Table 3: pre-training base rates (batch 4096, 10k warm-up steps for every model)
+    rec.fact("paper_pre_lr_b", 8e-4, "{:g}")  # ViT-B/16 and B/32 on JFT-300M, 7 epochs
+    rec.fact("paper_pre_lr_h", 3e-4, "{:g}")  # ViT-H/14 on JFT-300M, 14 epochs
+    rec.fact("paper_pre_lr_21k", 1e-3, "{:g}")  # ViT-B and ViT-L on ImageNet-21k
+    rec.fact("paper_pre_epochs_21k", 90)  # ViT-B on ImageNet-21k
+    rec.fact("paper_pre_epochs_jft_lo", 7)  # ViT-B, ViT-L/32 on JFT-300M
+    rec.fact("paper_pre_epochs_jft_hi", 14)  # ViT-H/14
+    # fine-tuning (appendix B.1.1, Table 4): SGD with momentum, a grid of four base rates chosen
+    # on a small split of the training set, cosine decay, batch 512, no weight decay, clipping
     rec.fact("paper_ft_optimizer", "SGD with momentum 0.9")
-    rec.fact("paper_ft_lrs", "0.001, 0.003, 0.01, 0.03")
+    rec.fact("paper_ft_lrs", "0.001, 0.003, 0.01, 0.03")  # CIFAR-10/100, Pets, Flowers
+    rec.fact("paper_ft_lrs_imagenet", "0.003, 0.01, 0.03, 0.06")
+    rec.fact("paper_ft_steps_imagenet", 20000, "{:,}")
+    rec.fact("paper_ft_steps_cifar", 10000, "{:,}")
+    rec.fact("paper_ft_steps_pets", 500)  # Oxford-IIIT Pets and Oxford Flowers-102
     rec.fact("paper_ft_clip", 1)
+    # section 4.1: Table 2's ImageNet results were fine-tuned larger, with Polyak averaging
+    rec.fact("paper_t2_res_l16", 512)
+    rec.fact("paper_t2_res_h14", 518)
+    rec.fact("paper_polyak", 0.9999, "{:g}")
     # Fig. 4: ViT-B/32 against ResNet50 on random subsets of JFT-300M
     rec.fact("paper_fig4_small", "9M")
     rec.fact("paper_fig4_large", "90M")

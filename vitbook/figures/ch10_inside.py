@@ -14,28 +14,46 @@ from vitbook.analysis import (
     rollout_cls_map,
 )
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
-from vitbook.engine import figure
+from vitbook.engine import facts, figure
 from vitbook.experiments import stats
 from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED
 from vitbook.model import VisionTransformer
 
 N_TEST = 1000  # test images for the measured scores
+DIST_IMAGES = 256  # test images behind the attention distances
 SHOW = 6  # images drawn in the rollout figure
 
 
 RANDOM_DRAWS = 200  # random filter banks for the spectrum's baseline
 DELETE_IMAGES = 300  # test images of the deletion curve
 DELETE_STEPS = np.linspace(0, 0.5, 9)  # shares of patches deleted
+DEL_MARGIN = 0.05  # two deletion-curve areas closer than this are "about the same"
 
 
-def _model():
-    return runs.pretrained_shapes_vit()["model"]
+def _model(seed: int = 0) -> VisionTransformer:
+    """The small ViT pre-trained in Chapter 9 with ``seed`` (seed 0: the one every figure
+    shows)."""
+    return runs.pretrained_shapes_vit(seed=seed)["model"]
 
 
 def _random_model(seed: int = 0) -> VisionTransformer:
     """The same architecture with fresh weights (the model before pre-training)."""
     torch.manual_seed(seed)
     return VisionTransformer(cfg=_model().cfg).eval()
+
+
+def _random_spectra() -> np.ndarray:
+    """The spectra of RANDOM_DRAWS i.i.d. Gaussian filter banks of the patch embedding's shape
+    (the spectrum is scale-free): the baseline a trained bank is read against."""
+    w = _model().patch_embed.proj.weight
+    D, rest = w.shape[0], w[0].numel()
+    gen = torch.Generator().manual_seed(0)
+    return np.stack([_spectrum(torch.randn(D, rest, generator=gen, dtype=torch.float64))
+                     for _ in range(RANDOM_DRAWS)])  # fmt: skip
+
+
+def _vs_range(value: float, lo: float, hi: float) -> str:
+    return "above" if value > hi else "below" if value < lo else "within"
 
 
 def _spectrum(w: torch.Tensor) -> np.ndarray:
@@ -58,10 +76,7 @@ def embedding_filters(rec):
     _, s, vt = torch.linalg.svd(flat, full_matrices=False)
     var = (s**2 / (s**2).sum()).numpy()
     comps = vt[:12].reshape(12, C, P, P).numpy()
-    # baseline: i.i.d. Gaussian filter banks of the same shape (the spectrum is scale-free)
-    gen = torch.Generator().manual_seed(0)
-    rand = np.stack([_spectrum(torch.randn(D, C * P * P, generator=gen, dtype=torch.float64))
-                     for _ in range(RANDOM_DRAWS)])  # fmt: skip
+    rand = _random_spectra()
     init = _spectrum(_random_model().patch_embed.proj.weight.detach())  # before training
     r_pc1 = np.quantile(rand[:, 0], [0.025, 0.5, 0.975])
     r_90 = (np.cumsum(rand, 1) < 0.9).sum(1) + 1
@@ -76,8 +91,7 @@ def embedding_filters(rec):
     rec.fact("rand_pcs_for_90", int(np.median(r_90)))
     rec.fact("rand_draws", RANDOM_DRAWS)
     rec.fact("init_pc1_var", init[0], "{:.0%}")
-    rec.fact("pc1_vs_random", "above" if var[0] > r_pc1[2] else
-             "below" if var[0] < r_pc1[0] else "within")  # fmt: skip
+    rec.fact("pc1_vs_random", _vs_range(var[0], r_pc1[0], r_pc1[2]))
     return {"comps": comps, "var": var, "rand_lo": np.quantile(rand, 0.025, 0),
             "rand_hi": np.quantile(rand, 0.975, 0)}  # fmt: skip
 
@@ -116,18 +130,53 @@ def pos_similarity(rec):
     model = _model()
     gh, gw = model.cfg.grid
     sim = cosine_similarity_map(model.pos_embed.detach(), (gh, gw)).numpy()  # (gh, gw, gh, gw)
-    # how much more similar are neighbours than patches far apart?
-    idx = np.array([(i, j) for i in range(gh) for j in range(gw)])
-    dist = np.abs(idx[:, None] - idx[None]).sum(-1)  # Manhattan distance in patches
-    flat = sim.reshape(gh * gw, gh * gw)
-    same_row = (idx[:, None, 0] == idx[None, :, 0]) & (dist > 0)
-    other = (idx[:, None, 0] != idx[None, :, 0]) & (idx[:, None, 1] != idx[None, :, 1])
-    rec.fact("sim_neighbour", float(flat[dist == 1].mean()), "{:.2f}")
-    rec.fact("sim_far", float(flat[dist >= gh].mean()), "{:.2f}")
-    rec.fact("sim_same_row", float(flat[same_row].mean()), "{:.2f}")
-    rec.fact("sim_other", float(flat[other].mean()), "{:.2f}")
+    for name, value in position_summary(model).items():
+        rec.fact(f"sim_{name}", value, "{:.2f}")
+    # what a patch's distance from the centre says about the task: how often the object's box
+    # covers the patch's centre, on the innermost and the outermost ring of patches
+    s, _ = _test_set()
+    cover = _in_box(s.boxes, (gh, gw), model.cfg.patch_size).mean(0)  # (N,)
+    ring = _rings((gh, gw))
+    rec.fact("cover_inner", float(cover[ring == ring.min()].mean()), "{:.0%}")
+    rec.fact("cover_outer", float(cover[ring == ring.max()].mean()), "{:.0%}")
     rec.fact("pos_grid", f"{gh}×{gw}")
     return {"sim": sim}
+
+
+def _rings(grid: tuple[int, int]) -> np.ndarray:
+    """(N,): each patch's square ring around the grid's centre, 1 for the innermost (in units
+    of half a patch: 1, 3, 5, ...)."""
+    gh, gw = grid
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    return np.maximum(np.abs(2 * r - (gh - 1)), np.abs(2 * c - (gw - 1)))
+
+
+def position_summary(model: VisionTransformer) -> dict[str, float]:
+    """Mean cosine similarity of the learned position embeddings over kinds of patch pairs:
+    neighbours, far apart (Manhattan distance of a grid width or more), the same row, the same
+    column, neither, mirror images across the vertical and the horizontal midline, and pairs
+    far apart (half a grid width or more) at the same or another distance from the centre
+    (the ring of a square around it)."""
+    gh, gw = model.cfg.grid
+    flat = cosine_similarity_map(model.pos_embed.detach(), (gh, gw)).numpy().reshape(gh * gw, -1)
+    r, c = np.divmod(np.arange(gh * gw), gw)
+    dist = np.abs(r[:, None] - r[None]) + np.abs(c[:, None] - c[None])  # Manhattan, in patches
+    ring = _rings((gh, gw))
+    same_r, same_c = r[:, None] == r[None], c[:, None] == c[None]
+    apart = dist > 0
+    far = dist >= max(gh, gw) // 2
+    pairs = {
+        "neighbour": dist == 1,
+        "far": dist >= gh,
+        "same_row": same_r & apart,
+        "same_col": same_c & apart,
+        "other": ~same_r & ~same_c,
+        "mirror_lr": same_r & (c[:, None] + c[None] == gw - 1) & apart,
+        "mirror_tb": same_c & (r[:, None] + r[None] == gh - 1) & apart,
+        "far_same_ring": far & (ring[:, None] == ring[None]),
+        "far_other_ring": far & (ring[:, None] != ring[None]),
+    }
+    return {name: float(flat[mask].mean()) for name, mask in pairs.items()}
 
 
 @pos_similarity.draw
@@ -177,12 +226,10 @@ def attention_distance(rec):
     the trained model and for the same model with random weights."""
     model = _model()
     s, x = _test_set()
-    n = 256
-    attns, _ = _attn(model, x[:n])
-    rattns, _ = _attn(_random_model(), x[:n])
+    n = DIST_IMAGES
     cfg = model.cfg
-    dist = np.stack([mean_attention_distance(a, cfg.grid, cfg.patch_size).numpy() for a in attns])
-    rdist = np.stack([mean_attention_distance(a, cfg.grid, cfg.patch_size).numpy() for a in rattns])
+    dist = _distances(model, x[:n])
+    rdist = _distances(_random_model(), x[:n])
     for name, val in (
         ("dist_l1_min", dist[0].min()),
         ("dist_l1_max", dist[0].max()),
@@ -194,18 +241,10 @@ def attention_distance(rec):
         rec.fact(name, float(val), "{:.1f}", tol=0.5)  # fmt: skip
     rec.fact("dist_random_min", float(rdist.min()), "{:.1f}")
     rec.fact("dist_random_max", float(rdist.max()), "{:.1f}")
-    # what uniform attention over all patches would give: the mean distance between patches
-    ys, xs = np.meshgrid(np.arange(cfg.grid[0]), np.arange(cfg.grid[1]), indexing="ij")
-    centres = np.stack([ys.ravel(), xs.ravel()], -1) * cfg.patch_size
-    uniform = np.linalg.norm(centres[:, None] - centres[None], axis=-1).mean()
-    rec.fact("dist_uniform", float(uniform), "{:.1f}")
+    uniform = _uniform_distance(cfg)
+    rec.fact("dist_uniform", uniform, "{:.1f}")
     # the claim behind the numbers: patch queries (not the class token) attend to the object
-    inside = _in_box(s.boxes[:n], cfg.grid, cfg.patch_size)  # (n, N)
-    last = attns[-1][:, :, 1:, 1:].double()  # patch queries, patch keys (B, heads, N, N)
-    last = last / last.sum(-1, keepdim=True)
-    on_obj = (last * torch.from_numpy(inside)[:, None, None, :]).sum(-1)  # (B, heads, N)
-    share = on_obj.mean((1, 2)).numpy()  # per image: mean over heads and patch queries
-    area = inside.mean(1)  # the share uniform attention would put on the object
+    share, area = _on_object(model, s, x, n)
     lo, hi = stats.interval(share)
     rec.fact("patch_on_object", float(share.mean()), "{:.0%}", tol=max(0.03, hi - lo))
     rec.fact("patch_on_object_lo", lo, "{:.0%}", tol=max(0.03, hi - lo))
@@ -216,6 +255,33 @@ def attention_distance(rec):
     rec.fact("image_px", cfg.image_hw[0])
     rec.fact("dist_images", n)
     return {"dist": dist, "rdist": rdist, "uniform": uniform}
+
+
+def _distances(model: VisionTransformer, x: torch.Tensor) -> np.ndarray:
+    """(layers, heads): mean attention distance of every head over the images ``x``."""
+    attns, _ = _attn(model, x)
+    cfg = model.cfg
+    return np.stack([mean_attention_distance(a, cfg.grid, cfg.patch_size).numpy() for a in attns])
+
+
+def _uniform_distance(cfg) -> float:
+    """The mean distance between patch centres: what uniform attention over the patches gives."""
+    ys, xs = np.meshgrid(np.arange(cfg.grid[0]), np.arange(cfg.grid[1]), indexing="ij")
+    centres = np.stack([ys.ravel(), xs.ravel()], -1) * cfg.patch_size
+    return float(np.linalg.norm(centres[:, None] - centres[None], axis=-1).mean())
+
+
+def _on_object(model: VisionTransformer, s, x: torch.Tensor, n: int):
+    """Per image: the share of the last block's patch-to-patch attention (mean over heads and
+    patch queries) that lands on the object's patches, and the object's share of the patches
+    (what uniform attention would give)."""
+    cfg = model.cfg
+    attns, _ = _attn(model, x[:n])
+    inside = _in_box(s.boxes[:n], cfg.grid, cfg.patch_size)  # (n, N)
+    last = attns[-1][:, :, 1:, 1:].double()  # patch queries, patch keys (B, heads, N, N)
+    last = last / last.sum(-1, keepdim=True)
+    on_obj = (last * torch.from_numpy(inside)[:, None, None, :]).sum(-1)  # (B, heads, N)
+    return on_obj.mean((1, 2)).numpy(), inside.mean(1)
 
 
 @attention_distance.draw
@@ -285,13 +351,10 @@ def colour_saliency(images: np.ndarray, patch: int) -> np.ndarray:
 
 
 # --8<-- [start:localisation]
-@figure(chapter=10, id="rollout", size=(7.2, 4.3), trained=True, phone_size=8.4)
-def rollout(rec):
-    """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
-    the six shapes, and how often each map's peak lands inside the object's box, against
-    chance, a colour-saliency heuristic and the same model with random weights."""
-    model = _model()
-    s, x = _test_set()
+def localisation(model: VisionTransformer, s, x: torch.Tensor):
+    """For each test image and each map (rollout and last-layer CLS attention of ``model``,
+    the colour-saliency heuristic, and both maps of the same model with random weights): is
+    the map's peak inside the object's box? Also the maps and the predictions, and chance."""
     cfg = model.cfg
     raw, roll, pred = _maps(model, x, cfg.grid)
     r_raw, r_roll, _ = _maps(_random_model(), x, cfg.grid)
@@ -305,7 +368,25 @@ def rollout(rec):
         "random_raw": _peak_inside(r_raw, s.boxes, cfg.patch_size),
     }
     chance = _chance(s.boxes, cfg.grid, cfg.patch_size)
+    return hits, chance, (raw, roll, pred)
     # --8<-- [end:localisation]
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> str:
+    """Higher or lower when the 95% bootstrap intervals of two hit rates do not overlap."""
+    la, ha = stats.interval(a)
+    lb, hb = stats.interval(b)
+    return "higher" if la > hb else "lower" if ha < lb else "indistinguishable"
+
+
+@figure(chapter=10, id="rollout", size=(7.2, 4.3), trained=True, phone_size=8.4)
+def rollout(rec):
+    """Raw last-layer CLS attention (mean over heads) and attention rollout on test images of
+    the six shapes, and how often each map's peak lands inside the object's box, against
+    chance, a colour-saliency heuristic and the same model with random weights."""
+    model = _model()
+    s, x = _test_set()
+    hits, chance, (raw, roll, pred) = localisation(model, s, x)
     correct = pred == s.labels
     rec.fact("loc_images", len(x), "{:,}")
     for k, h in hits.items():
@@ -315,15 +396,9 @@ def rollout(rec):
         rec.fact(f"loc_{k}_lo", lo, "{:.1%}", tol=tol)
         rec.fact(f"loc_{k}_hi", hi, "{:.1%}", tol=tol)
     rec.fact("loc_chance", chance, "{:.1%}")
-
-    def overlap(a: str, b: str) -> str:  # 95% intervals that do not overlap decide
-        la, ha = stats.interval(hits[a])
-        lb, hb = stats.interval(hits[b])
-        return "higher" if la > hb else "lower" if ha < lb else "indistinguishable"
-
-    rec.fact("loc_rollout_vs_raw", overlap("rollout", "raw"))
-    rec.fact("loc_rollout_vs_saliency", overlap("rollout", "saliency"))
-    rec.fact("loc_rollout_vs_random", overlap("rollout", "random_rollout"))
+    rec.fact("loc_rollout_vs_raw", _overlap(hits["rollout"], hits["raw"]))
+    rec.fact("loc_rollout_vs_saliency", _overlap(hits["rollout"], hits["saliency"]))
+    rec.fact("loc_rollout_vs_random", _overlap(hits["rollout"], hits["random_rollout"]))
     wrong = hits["rollout"][~correct]
     rec.fact("loc_rollout_correct", hits["rollout"][correct].mean(), "{:.1%}", tol=0.03)
     rec.fact("loc_rollout_wrong", wrong.mean() if len(wrong) else float("nan"), "{:.1%}",
@@ -432,19 +507,41 @@ def map_checks(rec):
     probability as patches are deleted in the order each map ranks them, and at random."""
     model = _model()
     s, x = _test_set()
-    cfg = model.cfg
     n = DELETE_IMAGES
-    raw, roll, _ = _maps(model, x[:n], cfg.grid)
-    depth = cfg.depth
-    corr = {"raw": [], "roll": []}
-    for k in range(1, depth + 2):
-        r_raw, r_roll, _ = _maps(_randomised(model, k), x[:n], cfg.grid)
-        corr["raw"].append(float(_rank_corr(raw, r_raw).mean()))
-        corr["roll"].append(float(_rank_corr(roll, r_roll).mean()))
+    corr, curves, area = _checks(model, s, x[:n])
     rec.fact("rand_corr_roll_top", corr["roll"][0], "{:.2f}", tol=0.1)
     rec.fact("rand_corr_roll_all", corr["roll"][-1], "{:.2f}", tol=0.1)
     rec.fact("rand_corr_raw_top", corr["raw"][0], "{:.2f}", tol=0.1)
     rec.fact("rand_corr_raw_all", corr["raw"][-1], "{:.2f}", tol=0.1)
+    for k, a in area.items():
+        rec.fact(f"del_{k}", a, "{:.2f}", tol=0.05)
+    step = int(np.searchsorted(DELETE_STEPS, 0.25))
+    for k, cur in curves.items():
+        rec.fact(f"del_{k}_25", cur[step], "{:.0%}", tol=0.05)
+    rec.fact("del_images", n)
+    rec.fact("del_max_share", DELETE_STEPS[-1], "{:.0%}")
+    rec.fact("del_rollout_vs_raw", _deletion_verdict(area))
+    return {"corr": corr, "curves": curves, "steps": DELETE_STEPS, "depth": model.cfg.depth}
+
+
+def _deletion_verdict(area: dict[str, float]) -> str:
+    """Rollout's deletion area against the raw map's (:data:`DEL_MARGIN` or less: the same)."""
+    d = area["rollout"] - area["raw"]
+    return "lower" if d < -DEL_MARGIN else "higher" if d > DEL_MARGIN else "about the same"
+
+
+def _checks(model: VisionTransformer, s, x: torch.Tensor):
+    """The randomisation check (rank correlation of each map with the maps of ``model`` with
+    its top 1, 2, ... blocks and then all its weights re-initialised) and the deletion curves
+    (by rollout, raw attention, colour saliency and at random) with their areas, on ``x``."""
+    cfg = model.cfg
+    n = len(x)
+    raw, roll, _ = _maps(model, x, cfg.grid)
+    corr = {"raw": [], "roll": []}
+    for k in range(1, cfg.depth + 2):
+        r_raw, r_roll, _ = _maps(_randomised(model, k), x, cfg.grid)
+        corr["raw"].append(float(_rank_corr(raw, r_raw).mean()))
+        corr["roll"].append(float(_rank_corr(roll, r_roll).mean()))
     rng = np.random.default_rng(0)
     N = cfg.num_patches
     orders = {
@@ -455,19 +552,10 @@ def map_checks(rec):
         ),  # fmt: skip
         "random": np.stack([rng.permutation(N) for _ in range(n)]),
     }
-    curves = {k: _deletion(model, x[:n], o, DELETE_STEPS, cfg.grid, cfg.patch_size)
+    curves = {k: _deletion(model, x, o, DELETE_STEPS, cfg.grid, cfg.patch_size)
               for k, o in orders.items()}  # fmt: skip
     area = {k: float(np.trapezoid(c, DELETE_STEPS) / DELETE_STEPS[-1]) for k, c in curves.items()}
-    for k, a in area.items():
-        rec.fact(f"del_{k}", a, "{:.2f}", tol=0.05)
-    step = int(np.searchsorted(DELETE_STEPS, 0.25))
-    for k, cur in curves.items():
-        rec.fact(f"del_{k}_25", cur[step], "{:.0%}", tol=0.05)
-    rec.fact("del_images", n)
-    rec.fact("del_max_share", DELETE_STEPS[-1], "{:.0%}")
-    rec.fact("del_rollout_vs_raw", "lower" if area["rollout"] < area["raw"] - 0.05 else
-             "higher" if area["rollout"] > area["raw"] + 0.05 else "about the same")  # fmt: skip
-    return {"corr": corr, "curves": curves, "steps": DELETE_STEPS, "depth": depth}
+    return corr, curves, area
 
 
 @map_checks.draw
@@ -496,6 +584,79 @@ def _(d, v):
     )
     a2.legend(fontsize=8, loc="upper right")
     return fig
+
+
+# --8<-- [start:findings]
+def findings(model: VisionTransformer) -> dict[str, float | str]:
+    """The chapter's measurements of one pre-trained model, each as the figures compute it:
+    test accuracy, the first filter component against random banks, the position
+    similarities, attention distances and the attention on the object, the localisation hit
+    rates with their verdicts, the randomisation check and the deletion verdict."""
+    s, x = _test_set()
+    var = _spectrum(model.patch_embed.proj.weight.detach())
+    r_pc1 = np.quantile(_random_spectra()[:, 0], [0.025, 0.975])
+    dist = _distances(model, x[:DIST_IMAGES])
+    share, area = _on_object(model, s, x, DIST_IMAGES)
+    hits, _, (_, _, pred) = localisation(model, s, x)
+    corr, _, area_del = _checks(model, s, x[:DELETE_IMAGES])
+    return {
+        "acc": float((pred == s.labels).mean()),
+        "pc1_var": float(var[0]),
+        "pc1_vs_random": _vs_range(var[0], *r_pc1),
+        **{f"sim_{k}": v for k, v in position_summary(model).items()},
+        "dist_l1_mean": float(dist[0].mean()),
+        "dist_last_mean": float(dist[-1].mean()),
+        "on_object": float(share.mean()),
+        # "higher": more attention on the object than uniform attention would give it
+        "on_object_vs_uniform": {"below": "higher", "above": "lower"}.get(
+            _vs_range(float(area.mean()), *stats.interval(share)), "indistinguishable"
+        ),
+        "loc_rollout": float(hits["rollout"].mean()),
+        "loc_raw": float(hits["raw"].mean()),
+        "rollout_vs_raw": _overlap(hits["rollout"], hits["raw"]),
+        "rollout_vs_saliency": _overlap(hits["rollout"], hits["saliency"]),
+        "rand_corr_roll_top": corr["roll"][0],
+        "del_rollout_vs_raw": _deletion_verdict(area_del),
+    }
+    # --8<-- [end:findings]
+
+
+#: How each finding is printed (fractions as percentages, similarities and correlations as
+#: two decimals, distances in pixels with one).
+FINDING_FORMAT = {"acc": "{:.1%}", "pc1_var": "{:.0%}", "on_object": "{:.0%}",
+                  "loc_rollout": "{:.1%}", "loc_raw": "{:.1%}", "dist_l1_mean": "{:.1f}",
+                  "dist_last_mean": "{:.1f}"}  # fmt: skip
+
+
+@facts(chapter=10, id="across-seeds", trained=True)
+def across_seeds(rec):
+    """Every finding of the chapter measured on the three pre-trained models (seeds 0, 1, 2 of
+    Chapter 9's pre-training): which of them hold for every model, and which for seed 0 only."""
+    rows = {seed: findings(_model(seed)) for seed in runs.PRE_SEEDS}
+    rec.fact("pre_seeds", len(runs.PRE_SEEDS))
+    for name in rows[0]:
+        values = [rows[seed][name] for seed in runs.PRE_SEEDS]
+        for seed, value in zip(runs.PRE_SEEDS, values, strict=True):
+            if isinstance(value, str):
+                rec.fact(f"s{seed}_{name}", value)
+            else:
+                rec.fact(f"s{seed}_{name}", value, FINDING_FORMAT.get(name, "{:.2f}"))
+        if isinstance(values[0], str):  # a verdict: the same for every model, or not
+            rec.fact(f"all_{name}", values[0] if len(set(values)) == 1 else "mixed")
+        else:  # the range over the models
+            fmt = FINDING_FORMAT.get(name, "{:.2f}")
+            rec.fact(f"min_{name}", min(values), fmt)
+            rec.fact(f"max_{name}", max(values), fmt)
+    # how far the block means of the attention distance stray from uniform attention's
+    uniform = _uniform_distance(_model().cfg)
+    blocks = ("dist_l1_mean", "dist_last_mean")
+    dev = max(abs(r[k] - uniform) for r in rows.values() for k in blocks)
+    rec.fact("dist_max_dev", dev, "{:.1f}")
+    # the position code: how many models have each ordering of similarities
+    for a, b in (("neighbour", "far"), ("mirror_lr", "neighbour"), ("mirror_tb", "neighbour"),
+                 ("far_same_ring", "far_other_ring"), ("same_row", "same_col")):  # fmt: skip
+        rec.fact(f"n_{a}_gt_{b}", sum(r[f"sim_{a}"] > r[f"sim_{b}"] for r in rows.values()))
+    return rows
 
 
 # --8<-- [start:window-cost]

@@ -6,10 +6,8 @@ import torch
 
 from vitbook.analysis import mean_attention_distance
 from vitbook.engine import facts
-from vitbook.figures.ch10_inside import attention_pairs
+from vitbook.figures.ch10_inside import DEL_MARGIN, attention_pairs
 
-#: The margin ``deletion`` in ch10_inside.py applies between two deletion-curve areas.
-DEL_MARGIN = 0.05
 #: The image sizes the window-cost facts of ch10_inside.py quote (``win_*_224``,
 #: ``win_ratio_896``); a test recomputes those facts from these sizes.
 WIN_IMAGE, WIN_IMAGE_BIG = 224, 896
@@ -42,9 +40,9 @@ def solutions(rec):
 
 @facts(chapter=10, id="in-prose")
 def in_prose(rec):
-    """The margin by which two deletion-curve areas must differ for ``deletion`` in
-    ``ch10_inside.py`` to call one lower (``del_rollout_vs_raw``); a test checks that the
-    verdict in ``figures/facts.json`` obeys it; the two image sizes the window-cost prose quotes."""
+    """The margin by which two deletion-curve areas must differ for ``ch10_inside.py`` to call
+    one lower (``del_rollout_vs_raw``); a test checks that the verdict in
+    ``figures/facts.json`` obeys it; the two image sizes the window-cost prose quotes."""
     rec.fact("del_margin", DEL_MARGIN, "{:g}")
     rec.fact("win_image", WIN_IMAGE)
     rec.fact("win_image_big", WIN_IMAGE_BIG)

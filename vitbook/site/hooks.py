@@ -1,34 +1,71 @@
-"""MkDocs hooks: serve the rendered figures and the locally installed MathJax with the site.
+"""MkDocs hooks: serve the rendered figures and the locally installed MathJax with the site;
+link every printed number to its provenance; name the edition.
 
 ``mkdocs.yml`` lists this file under ``hooks``. Figures are copied from ``figures/`` and
 MathJax from ``node_modules`` (installed by ``npm ci`` from the pinned ``package-lock.json``),
-so the built site asks no other host for anything.
+so the built site asks no other host for anything. The numbers the macros print
+(:mod:`vitbook.site.provenance`) become links to the Numbers appendix, with the data of their
+cards. A versioned build (``MIKE_DOCS_VERSION``, see :mod:`vitbook.site.editions`) is served
+under its version's path and shows Material's version selector.
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
+import json
 import re
 import shutil
 import struct
-import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vitbook.site import fonts, math
+from vitbook.site import editions, fonts, math, provenance
 from vitbook.site import macros as book
 
 MATHJAX = Path("node_modules/mathjax/es5")
 
 
+#: This build's copy of the book and its facts' provenance (set by on_config).
+STATE: dict[str, Any] = {}
+
+
 def on_config(config: Any) -> Any:
     book.numbering.cache_clear()
     book.bibliography.cache_clear()
+    project = Path(config["config_file_path"]).parent
+    root_url = config["extra"].setdefault("site_root", config.get("site_url") or "")
+    ed = editions.current(project, {**config, "site_url": root_url})
+    if ed.path:  # served under <version>/ beside the other versions: Material's selector
+        config["site_url"] = ed.url
+        config["extra"]["version"] = {"provider": "mike"}
+    config["extra"]["edition"] = ed.as_dict()
+    STATE["edition"] = ed
+    STATE["facts"] = provenance.ledger(project)
+    notebooks = config["plugins"].get("mkdocs-jupyter")
+    if notebooks is not None:
+        folder = Path(notebooks.config["cache_dir"]).parts[0:2]  # .cache/mkdocs-jupyter
+        notebooks.config["cache_dir"] = str(Path(*folder) / package_key(project / "vitbook"))
     return config
+
+
+def package_key(package: Path) -> str:
+    """A hash of every source file of the package and of the environment's library versions.
+
+    mkdocs-jupyter keys an executed notebook by the notebook's own text only: a notebook whose
+    text did not change but whose imports did would be served from its cache with stale
+    outputs. Its cache folder is named by this key instead, so any change to ``vitbook`` (or a
+    library version) executes the notebooks again, and nothing else does."""
+    import hashlib
+
+    from vitbook.engine.deps import environment
+
+    h = hashlib.sha256(repr(sorted(environment().items())).encode())
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 #: Lossy WebP quality (the cache key holds it, so a change re-encodes).
@@ -242,28 +279,6 @@ _SNIPPET_RE = re.compile(r'--8<--\s+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"'
 _FILENAME_RE = re.compile(r'<span class="filename">([^<]+)</span>')
 
 
-@functools.cache
-def source_commit(project: str) -> str | None:
-    """The commit the book is built from (``git rev-parse HEAD``), or None outside a checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", project, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
-
-
-def repository(config: Any) -> str | None:
-    """The book's repository on GitHub, from ``extra.social`` in mkdocs.yml."""
-    for item in (config.get("extra") or {}).get("social", []) or []:
-        link = str(item.get("link", ""))
-        if link.startswith("https://github.com/"):
-            return link.rstrip("/")
-    return None
-
-
 def section_lines(path: Path, section: str | None) -> tuple[int, int] | None:
     """The first and last line (1-based) of a snippet section (between its ``[start:name]``
     and ``[end:name]`` markers), or of the whole file when ``section`` is None."""
@@ -324,18 +339,37 @@ def link_listing_titles(html: str, links: list[tuple[str, str | None]]) -> str:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Note where each titled listing of the page comes from (read in on_page_content)."""
     project = Path(config["config_file_path"]).parent
-    repo, commit = repository(config), source_commit(str(project))
+    ed = STATE.get("edition")  # the repository and the commit built (on_config)
     page.vb_listings = (
-        listing_links(markdown, project, f"{repo}/blob/{commit}") if repo and commit else []
-    )
+        listing_links(markdown, project, f"{ed.repo}/blob/{ed.commit}")
+        if ed and ed.repo and ed.commit else []
+    )  # fmt: skip
     return markdown
 
 
+def link_numbers(html: str, page: Any) -> str:
+    """The page's printed numbers as links to their Numbers entries, and the data of their
+    cards (once per fact) at the end of the page's content."""
+    if provenance.OPEN not in html:
+        return html
+    numbers = "../" * page.url.count("/") + "numbers/"
+    done = provenance.link_numbers(html, numbers)
+    if not done.linked:
+        return done.html
+    ed = STATE.get("edition")
+    data = provenance.page_data(
+        done.linked, STATE.get("facts", {}), ed.repo if ed else "", ed.commit if ed else "", numbers
+    )
+    return done.html + "\n" + data
+
+
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Typeset the page's formulas at build time (SVG in the page: no math runtime needed,
-    each glyph's outline once per page), mark each listing line's indentation for wrapping,
-    and link each listing's title to its source at the commit the page was built from."""
-    html = code_line_indents(math.share_glyphs(math.typeset_page(html)))
+    """Link the printed numbers (before the formulas are typeset, so that a number inside one
+    stays TeX), typeset the page's formulas at build time (SVG in the page: no math runtime
+    needed, each glyph's outline once per page), mark each listing line's indentation for
+    wrapping, and link each listing's title to its source at the commit the page was built
+    from."""
+    html = code_line_indents(math.share_glyphs(math.typeset_page(link_numbers(html, page))))
     return link_listing_titles(html, getattr(page, "vb_listings", []))
 
 
@@ -363,8 +397,11 @@ def defer_lightbox(output: str) -> str:
 
 
 def on_post_page(output: str, page: Any, config: Any) -> str:
-    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too. Every
-    page: the lightbox's script deferred."""
+    """Notebook pages: typeset their Markdown cells' ``$...$`` math at build time too. A
+    number printed outside the content (a heading in the table of contents, the title) is
+    plain text. Every page: the lightbox's script deferred."""
+    if provenance.OPEN in output:
+        output = provenance.unmark(output)
     if page.file.src_path.endswith(".py"):
         output = math.typeset_dollars(output)
     return defer_lightbox(output)
@@ -404,3 +441,7 @@ def on_post_build(config: Any) -> None:
     for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions"):
         shutil.copytree(mathjax / sub, out / sub, dirs_exist_ok=True)
     fonts.install(site, cache=project / ".cache" / "vitbook" / "fonts")
+    # how to cite this copy: the repository's CITATION.cff with its commit and address
+    ed = STATE.get("edition") or editions.current(project)
+    (site / "CITATION.cff").write_text(editions.citation_cff(project, ed), encoding="utf-8")
+    (site / "edition.json").write_text(json.dumps(ed.as_dict(), indent=1) + "\n")

@@ -14,8 +14,10 @@ In a page (``docs/NN-slug.md``):
 * ``{{ cite_box() }}`` ends a chapter with its BibTeX and plain-text citation;
 * ``{{ cite_book() }}``, ``{{ cite_chapter(2) }}``, ``{{ cite_figure("ch02/patch-grids") }}``
   give the same citations on any page (the "How to cite" page);
-* ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0" or
-  "at most 7.6e-08";
+* ``{{ max_diff(ch06.qkv_max_diff) }}`` prints a largest difference: "exactly 0", or, for a
+  rounding error recorded with ``tol=``, the bound "less than 1e-06" (never the value, which
+  changes with the CPU); ``{{ below(ch06.fh_row_sum_max_dev) }}`` prints any such rounding-level
+  quantity as "below 1e-13";
 * ``{{ term("class token") }}`` links a term to its glossary entry; a missing entry fails.
 
 A draft build (``VITBOOK_DRAFT=1 mkdocs build``, never strict) prints a fact or figure that
@@ -35,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import markdown
+
+from vitbook.site import editions, provenance
 
 CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
 LABEL_RE = re.compile(r"""\b(figure|equation|explorer)\(\s*["']([a-z0-9/-]+)["']""")
@@ -60,13 +64,26 @@ def draft() -> bool:
 
 
 class Fact:
-    """A computed number: prints as its formatted text, ``.value`` is the raw value."""
+    """A computed number: prints as its formatted text, ``.value`` is the raw value, ``.tol``
+    the tolerance it was recorded with (``rec.fact(..., tol=)``), if any.
 
-    def __init__(self, name: str, value: Any, text: str) -> None:
-        self.name, self.value, self.text = name, value, text
+    A fact of ``figures/facts.json`` (``chapter`` given) prints its text marked with its name
+    (:func:`vitbook.site.provenance.mark`), which the page hook turns into a link to its entry
+    in the Numbers appendix; ``.text`` is the bare text."""
+
+    def __init__(
+        self, name: str, value: Any, text: str, tol: float | None = None, chapter: str | None = None
+    ) -> None:
+        self.name, self.value, self.text, self.tol, self.chapter = name, value, text, tol, chapter
+
+    def linked(self, text: str) -> str:
+        """``text`` (this fact's own, or a bound derived from it) marked as this fact's."""
+        return (
+            text if self.chapter is None else provenance.mark(f"{self.chapter}.{self.name}", text)
+        )
 
     def __str__(self) -> str:
-        return self.text
+        return self.linked(self.text)
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec) if spec else self.text
@@ -79,9 +96,11 @@ class Chapter:
     would lose the error message below.
     """
 
-    def __init__(self, name: str, facts: dict[str, Any]) -> None:
+    def __init__(self, name: str, facts: dict[str, Any], linked: bool = False) -> None:
         self.name = name
-        self._facts = {k: Fact(k, f["value"], f["text"]) for k, f in facts.items()}
+        owner = name if linked else None
+        self._facts = {k: Fact(k, f["value"], f["text"], f.get("tol"), owner)
+                       for k, f in facts.items()}  # fmt: skip
 
     def __getattr__(self, key: str) -> Fact:
         if key.startswith("_"):
@@ -109,12 +128,41 @@ class Chapter:
         return self._facts.keys()
 
 
-def load_facts(path: Path) -> dict[str, Chapter]:
+def load_facts(path: Path, linked: bool = True) -> dict[str, Chapter]:
+    """The facts of ``figures/facts.json`` by chapter; ``linked``: each prints marked, for the
+    page hook to link (:mod:`vitbook.site.provenance`)."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise BookError(f"{path} is missing: run `python -m vitbook figures` first") from None
-    return {ch: Chapter(ch, facts) for ch, facts in data.items()}
+    return {ch: Chapter(ch, facts, linked=linked) for ch, facts in data.items()}
+
+
+def links_numbers(conf: Any) -> bool:
+    """Whether the book's page hook runs in this build (it turns the marked numbers into links;
+    a project that uses only the macros gets plain numbers)."""
+    hooks = conf.get("hooks") or []
+    return any(str(h).replace("\\", "/").endswith("vitbook/site/hooks.py") for h in hooks)
+
+
+def noise_bound(fact: Fact) -> str:
+    """The bound a rounding-level fact is printed as: its ``tol=`` ("1e-13"), checked to hold.
+
+    One helper for every page (``max_diff``, ``below``): a quantity at rounding level moves
+    with the CPU, so the page prints the bound the fact was recorded with, never its value.
+    """
+    value = fact.value
+    if draft() and isinstance(value, float) and value != value:  # not computed yet
+        return fact.text
+    if fact.tol is None:
+        raise BookError(
+            f"{fact.name} is printed as a rounding-level bound but was recorded without tol=;"
+            " record it with rec.fact(..., tol=<the bound>)"
+        )
+    if not abs(value) < fact.tol:
+        raise BookError(f"{fact.name} = {value:g} is not below its bound {fact.tol:g}")
+    mantissa, exponent = f"{fact.tol:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"  # 1e-05 -> "1e-5"
 
 
 def chapter_of(src_path: str) -> int | None:
@@ -321,11 +369,12 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     conf = env.conf
     docs_dir = conf["docs_dir"]
     facts_path = Path(env.project_dir) / "figures" / "facts.json"
-    env.variables.update(load_facts(facts_path))
+    env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
     extra = conf.get("extra", {})
-    version = extra.get("version", "0")
-    site_url = (conf.get("site_url") or "").rstrip("/") + "/"
+    ed = editions.current(Path(env.project_dir), conf)
+    version = ed.edition or ed.version
+    env.variables["edition"] = ed.as_dict()
 
     def current() -> tuple[int, str]:
         page = env.page
@@ -375,7 +424,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             return f"<p><strong>⟨figure {key}: not drawn yet⟩</strong> {caption}</p>"
         if not (Path(env.project_dir) / "figures" / f"{key}.png").exists():
             raise BookError(f"figures/{key}.png does not exist: run `python -m vitbook figures`")
-        alt_text = html.escape(alt or figure_alt(docs_dir).get(key) or plain(caption), quote=True)
+        alt_text = html.escape(
+            provenance.unmark(alt or figure_alt(docs_dir).get(key) or plain(caption)), quote=True
+        )
         body = re.sub(r"^<p>|</p>$", "", markdown.markdown(caption).strip())
         cap = f"vb-cap-{anchor(key, kind)}"
         width, height = png_size(Path(env.project_dir) / "figures" / f"{key}.png")
@@ -438,7 +489,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         key, (kind, number, _url) = resolve(label)
         if kind != "equation":
             raise BookError(f"{label!r} is a figure, not an equation")
-        latex = latex.strip()
+        latex = provenance.unmark(latex).strip()  # a fact inside a formula is plain TeX
         # the number is HTML beside the formula (typeset at build time by vitbook.site.math),
         # so that a narrow screen scales the formula and always shows the number
         return (
@@ -467,11 +518,25 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     @env.macro
     def max_diff(fact: Fact) -> str:
         """A largest difference between two computations as a sentence gives it: "exactly 0"
-        when they agree bit for bit ("differ by at most 0" says less than it should), else
-        "at most 7.6e-08" (the fact's own text)."""
+        when they agree bit for bit ("differ by at most 0" says less than it should); for a
+        rounding error, recorded with ``tol=``, the bound "less than 1e-06" (see ``below``);
+        else "at most 7.6e-08" (the fact's own text)."""
         if not isinstance(fact, Fact):
             raise BookError(f"max_diff takes a fact such as ch06.qkv_max_diff, not {fact!r}")
-        return "exactly 0" if fact.value == 0 else f"at most {fact.text}"
+        if fact.tol is not None:
+            return "less than " + fact.linked(noise_bound(fact))
+        if fact.value == 0:  # still the fact's number, linked to its provenance
+            return "exactly " + fact.linked("0")
+        return "at most " + str(fact)  # str(): the marked text (an f-string gives .text)
+
+    @env.macro
+    def below(fact: Fact) -> str:
+        """A rounding-level quantity as a bound, "below 1e-13", never as its value: the value
+        changes with the CPU (other vector paths, other summation orders), the bound does
+        not. The bound is the fact's ``tol=``, which the cross-machine check enforces."""
+        if not isinstance(fact, Fact):
+            raise BookError(f"below takes a fact such as ch06.fh_row_sum_max_dev, not {fact!r}")
+        return "below " + fact.linked(noise_bound(fact))
 
     @env.macro
     def cite(*keys: str) -> str:
@@ -500,7 +565,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
 
     urldate = book_date(Path(env.project_dir)).isoformat()
     book = conf.get("site_name", "vitbook")
-    year = extra.get("year", "2026")
+    year = str(ed.date.year) if ed.edition else extra.get("year", "2026")
 
     def nav_title(src: str) -> str:
         """A page's title as the navigation gives it (what a chapter page's title is)."""
@@ -521,12 +586,40 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             raise BookError(f"{src} is not in the nav of mkdocs.yml")
         return title
 
+    def title_of(src: str) -> str:
+        """A page's title in the nav, or (a section's index page) its file name."""
+        try:
+            return nav_title(src)
+        except BookError:
+            return src.removesuffix(".md")
+
+    def which() -> tuple[str, str, str]:
+        """How a citation names this copy: (BibTeX version line, BibTeX note, plain text)."""
+        if ed.edition:
+            what = f"edition {ed.edition} of {ed.date.isoformat()}" + (
+                f", commit {ed.short}" if ed.short else ""
+            )
+            return (
+                f"  version   = {{{ed.edition}}},\n  date      = {{{ed.date.isoformat()}}},\n",
+                what[0].upper() + what[1:],
+                f"edition {ed.edition} ({ed.date.isoformat()}"
+                + (f", commit {ed.short}" if ed.short else "")
+                + ")",
+            )
+        built = f"commit {ed.short}, " if ed.short else ""
+        return (
+            "",
+            f"Latest text, not an edition: {built}built {ed.date.isoformat()}",
+            f"latest text, not an edition ({built}built {ed.date.isoformat()})",
+        )
+
     def chapter_citation(
         n: int, src: str, title: str, key: str, note: str = "", anchor_id: str = ""
     ) -> tuple[str, str]:
         """(plain text, BibTeX) citing chapter n, or one figure or equation of it."""
         title = re.sub(r"^\d+\.\s*", "", title)
-        url = site_url + src.removesuffix(".md") + "/" + (f"#{anchor_id}" if anchor_id else "")
+        url = ed.url + src.removesuffix(".md") + "/" + (f"#{anchor_id}" if anchor_id else "")
+        version_line, copy_note, copy_plain = which()
         bib = (
             f"@incollection{{{key},\n"
             f"  author    = {{{{{authors}}}}},\n"
@@ -534,23 +627,38 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             f"  booktitle = {{{book}}},\n"
             f"  publisher = {{Self-published}},\n"
             f"  year      = {{{year}}},\n"
-            f"  version   = {{{version}}},\n"
-            + (f"  note      = {{{note}; version {version}}},\n" if note else "")
-            + (f"  note      = {{Version {version}}},\n" if not note else "")
+            + version_line
+            + f"  note      = {{{note + '; ' if note else ''}{copy_note}}},\n"
             + f"  url       = {{{url}}},\n"
             f"  urldate   = {{{urldate}}}\n}}"
         )
         what = f"{note}, in Chapter {n}" if note else f"Chapter {n}"
-        plain = (
-            f"{authors} ({year}). {what}: {title}. In <em>{book}</em> (version {version}). {url}"
-        )
+        plain = f"{authors} ({year}). {what}: {title}. In <em>{book}</em>, {copy_plain}. {url}"
         return plain, bib
 
+    def stable_hint() -> str:
+        """For the latest text: cite an edition instead (or: none exists yet)."""
+        if ed.edition:
+            return ""
+        if ed.previous:
+            return (
+                f"This is the latest text, which changes with every commit: for a reference "
+                f"that does not change, cite an edition, such as the newest, "
+                f'<a href="{ed.url_of(ed.previous)}">edition {ed.previous}</a>.'
+            )
+        return (
+            "This is the latest text, which changes with every commit; no edition of the book "
+            "has been released yet, so there is no fixed text to cite. Cite this one with its "
+            "commit."
+        )
+
     def box(heading: str, plain: str, bib: str) -> str:
+        hint = stable_hint()
         return (
             f'!!! quote "{heading}"\n\n'
             f"    {plain}\n\n"
-            f"    ```bibtex\n"
+            + (f"    {hint}\n\n" if hint else "")
+            + "    ```bibtex\n"
             + "\n".join("    " + line for line in bib.splitlines())
             + "\n    ```\n"
         )
@@ -561,29 +669,114 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
             raise BookError(f"chapter {n}: expected one docs/{n:02d}-*.md, found {found}")
         return found[0]
 
+    def printed_here(src: str) -> list[str]:
+        """The facts a page's Markdown prints (``ch02.tokens_p16``), in order."""
+        return list(provenance.printed_by(Path(docs_dir), {src: src}))
+
+    @env.macro
+    def changes_note(n: int | None = None) -> str:
+        """What changed in this chapter since the last edition: the commits that touched its
+        page, figure modules or notebook (from the history), and the printed numbers whose text
+        differs from that edition's ``figures/facts.json``, old and new."""
+        if n is None:
+            n, src = current()
+        else:
+            src = chapter_src(n)
+        root = Path(env.project_dir)
+        since = ed.previous
+        if ed.edition and not since:
+            return (
+                f'!!! note "Changes"\n\n    Edition {ed.edition} is the first edition of the '
+                f"book: there is no earlier one to compare it with.\n"
+            )
+        if not since:
+            return (
+                '!!! note "Changes"\n\n    No edition of the book has been released yet: this '
+                "text will become the first. Each later edition lists here what changed in the "
+                "chapter since the one before, and which printed numbers moved.\n"
+            )
+        this = f"edition {ed.edition}" if ed.edition else "this latest text"
+        head = f'??? note "Changes since edition {since}"\n\n'
+        if not ed.history:
+            return (
+                head + f"    This copy was built without the repository's history, so it "
+                f"cannot list what changed since edition {since}; see the "
+                f"[history]({ed.repo}/commits/{ed.ref}) instead.\n"
+            )
+        releases = editions.release_commits(root, list(ed.editions))
+        commits = [
+            c
+            for c in editions.log(root, since, editions.chapter_paths(n, root))
+            if c.commit not in releases  # "Edition X.Y.Z": the version written, no change
+        ]
+        lines = [f"    Between edition {since} and {this}:", ""]
+        if commits:
+            for c in commits:
+                subject = html.escape(
+                    c.subject if len(c.subject) <= 200 else c.subject[:197] + "..."
+                )
+                link = (
+                    f"[`{c.commit[:7]}`]({ed.repo}/commit/{c.commit})"
+                    if ed.repo
+                    else f"`{c.commit[:7]}`"
+                )
+                flag = (
+                    " (a correction: see the [errata](" + rel("errata/") + "))" if c.errata else ""
+                )
+                lines.append(f"    - {c.date} {link}: {subject}{flag}")
+        else:
+            lines.append("    - no commit touched this chapter's page, figures or notebook.")
+        lines.append("")
+        old = editions.facts_at(root, since)
+        new = json.loads(facts_path.read_text()) if facts_path.exists() else {}
+        if old is None:
+            lines.append(f"    The numbers of edition {since} are not in this checkout.")
+        else:
+            moved = editions.changed_numbers(old, new, printed_here(src))
+            if not moved:
+                lines.append(
+                    f"    No number printed in this chapter changed since edition {since}."
+                )
+            else:
+                lines += [
+                    "    Printed numbers that changed:",
+                    "",
+                    f"    | Number | Edition {since} | {this[0].upper() + this[1:]} |",
+                    "    |---|---|---|",
+                ]
+                for name, a, b in moved:
+                    entry = f"[`{name}`]({rel(provenance.entry_url(name))})"
+                    lines.append(
+                        f"    | {entry} | {html.escape(a) if a is not None else '(none)'} | "
+                        f"{html.escape(b) if b is not None else '(removed)'} |"
+                    )
+        return head + "\n".join(lines) + "\n"
+
     @env.macro
     def cite_box() -> str:
-        """The 'Cite this chapter' box: BibTeX and plain text with version and URL."""
+        """The 'Cite this chapter' box: BibTeX and plain text naming this copy (the edition
+        with its date, commit and address, or the latest text), after the chapter's note of
+        what changed since the last edition."""
         n, src = current()
         plain, bib = chapter_citation(n, src, env.page.title or src, f"vitbook-ch{n:02d}")
         stem = Path(src).stem  # the PDF that `nox -s pdf` prints (vitbook/site/pdf.py)
         pdf = f"ch{stem[:2]}-{stem[3:]}.pdf"
+        label = f"edition {ed.edition}" if ed.edition else "the latest text"
         if pdf_edition():
-            # this build is printed too (`nox -s pdf`): its PDFs sit beside its pages
-            where, note = rel("pdf/"), f"version {version}, with the answers in an appendix"
+            # this build is printed too (`nox -s pdf`, an edition with its PDF): its PDFs sit
+            # beside its pages
+            where, note = rel("pdf/"), label
         else:
-            # a build that prints nothing links the PDFs of the published book, and says so
-            where, note = (
-                site_url + "pdf/",
-                "the published edition, with the answers in an appendix",
-            )
+            # a build that prints nothing links the PDFs of the published copy, and says so
+            where = f"{ed.site_url}{ed.path or editions.LATEST}/pdf/"
+            note = f"{label}, published copy; this build prints none"
         link = (
             f'<a class="vb-pdf-link" href="{where}{pdf}" type="application/pdf">'
-            f"PDF of this chapter</a> ({note}); "
+            f"PDF of this chapter</a> ({note}, with the answers in an appendix); "
             f'<a class="vb-pdf-link" href="{where}vitbook.pdf" type="application/pdf">'
             f"the whole book</a>."
         )
-        return box("Cite this chapter", plain, bib) + f"\n    {link}\n"
+        return changes_note(n) + "\n" + box("Cite this chapter", plain, bib) + f"\n    {link}\n"
 
     @env.macro
     def cite_chapter(n: int) -> str:
@@ -619,19 +812,70 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     @env.macro
     def cite_book() -> str:
         """The citation of the whole book (the same data as ``CITATION.cff``)."""
+        version_line, copy_note, copy_plain = which()
         bib = (
             f"@book{{vitbook,\n"
             f"  author    = {{{{{authors}}}}},\n"
             f"  title     = {{{book}}},\n"
             f"  publisher = {{Self-published}},\n"
-            f"  year      = {{{year}}},\n"
-            f"  version   = {{{version}}},\n"
-            f"  note      = {{Version {version}}},\n"
-            f"  url       = {{{site_url}}},\n"
+            f"  year      = {{{year}}},\n" + version_line + f"  note      = {{{copy_note}}},\n"
+            f"  url       = {{{ed.url}}},\n"
             f"  urldate   = {{{urldate}}}\n}}"
         )
-        plain = f"{authors} ({year}). <em>{book}</em> (version {version}). {site_url}"
+        plain = f"{authors} ({year}). <em>{book}</em>, {copy_plain}. {ed.url}"
         return box("Citing the book", plain, bib)
+
+    @env.macro
+    def numbers_appendix(n: int | None = None) -> str:
+        """The Numbers appendix (``docs/numbers/``): on chapter ``n``'s page, every fact of the
+        chapter, one anchor each, with its provenance and the pages that print it; without
+        ``n``, the list of those pages with how many numbers each holds."""
+        pages = dict(nav_pages(conf.get("nav")))
+        titles = {}
+        for src, url in pages.items():
+            k = chapter_of(src)
+            if k is not None:
+                titles[f"ch{k:02d}"] = (f"Chapter {nav_title(src)}", url)
+        page_titles = {url: title_of(src) for src, url in pages.items()}
+        entries = provenance.ledger(Path(env.project_dir), pages, Path(docs_dir))
+        if n is None:
+            counts: dict[str, int] = {}
+            for e in entries.values():
+                counts[e.chapter] = counts.get(e.chapter, 0) + 1
+            return "\n".join(
+                f"- [{titles.get(ch, (ch, ''))[0]}]({ch}.md): {count} numbers"
+                for ch, count in sorted(counts.items())
+            )
+        return provenance.appendix_html(
+            entries, titles, page_titles, ed.repo, ed.commit, rel(""), chapter=f"ch{n:02d}"
+        )
+
+    @env.macro
+    def errata_list() -> str:
+        """The corrections between editions: each commit with an ``Erratum:`` trailer, under
+        the edition that first carried it (from the history)."""
+        if not ed.history:
+            return (
+                "This copy was built without the repository's history, so it cannot list the "
+                f"corrections; see the [history]({ed.repo}/commits/{ed.ref})."
+            )
+        groups = editions.errata(Path(env.project_dir), list(ed.editions))
+        if not groups:
+            return "No correction has been recorded yet."
+        out = []
+        for version, commits in groups:
+            title = (
+                f"Corrected in edition {version}" if version else "Corrected since the last edition"
+            )
+            out.append(f"## {title}\n")
+            for c in commits:
+                link = (
+                    f"[`{c.commit[:7]}`]({ed.repo}/commit/{c.commit})" if ed.repo else c.commit[:7]
+                )
+                for text in c.errata:
+                    out.append(f"- {html.escape(text)} ({c.date}, {link})")
+            out.append("")
+        return "\n".join(out)
 
     @env.macro
     def term(text: str, slug: str | None = None) -> str:
@@ -693,6 +937,27 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         return '<ol class="vb-references">\n' + "\n".join(items) + "\n</ol>"
 
     env.variables["book_version"] = version
+    env.variables["book_year"] = year
+
+
+def nav_pages(nav: Any) -> list[tuple[str, str]]:
+    """``(source, url)`` of every page of the nav, in its order (``02-patches.md`` ->
+    ``02-patches/``; the home page's url is empty)."""
+    found: list[tuple[str, str]] = []
+
+    def walk(items: Any) -> None:
+        for item in items or []:
+            values = item.values() if isinstance(item, dict) else [item]
+            for value in values:
+                if isinstance(value, list):
+                    walk(value)
+                elif isinstance(value, str) and "://" not in value:
+                    stem = re.sub(r"\.(md|py)$", "", value)
+                    stem = "" if stem == "index" else stem.removesuffix("/index")
+                    found.append((value, stem + "/" if stem else ""))
+
+    walk(nav)
+    return found
 
 
 def notebook_sources(nav: Any) -> list[str]:

@@ -154,6 +154,8 @@ async ({parts, cover, toc, siteUrl, appendixTitle}) => {
     if (!src) { problems.push(`${p.url}: no article`); continue; }
     for (const el of src.querySelectorAll(
       ".md-content__button, .headerlink, .md-source-file, .vb-download, script")) el.remove();
+    // printed numbers: plain text (on the site each links to its provenance)
+    for (const a of src.querySelectorAll("a.vb-num, .vb-num-plain")) a.replaceWith(a.textContent);
     // figures: the light variant, as vector where the SVG exists; never lazy
     for (const img of src.querySelectorAll("img")) {
       if (img.classList.contains("vb-dark")) {
@@ -252,17 +254,26 @@ def esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def copy_label(ed: Any) -> str:
+    """How the printed edition names its copy: "Edition 0.2.0" or "Latest text, not an
+    edition", with the commit it was built from."""
+    what = f"Edition {ed.edition}" if ed.edition else "Latest text, not an edition"
+    return what + (f" &middot; commit {esc(ed.short)}" if ed.short else "")
+
+
 def cover_html(conf: dict[str, Any], date: dt.date) -> str:
+    from vitbook.site import editions
+
     extra = conf.get("extra", {})
+    ed = editions.current(ROOT, conf)
     return (
         '<section class="vb-pdf-cover md-typeset" id="cover">'
         f"<h1>{esc(conf.get('site_name', 'vitbook'))}</h1>"
         f'<p class="vb-pdf-sub">{esc(conf.get("site_description", ""))}</p>'
         f'<p class="vb-pdf-meta">{esc(extra.get("authors", ""))}</p>'
-        f'<p class="vb-pdf-meta">Version {esc(str(extra.get("version", "")))}'
+        f'<p class="vb-pdf-meta">{copy_label(ed)}'
         f" &middot; {date.isoformat()}</p>"
-        f'<p class="vb-pdf-meta"><a href="{esc(conf.get("site_url", ""))}">'
-        f"{esc(conf.get('site_url', ''))}</a></p>"
+        f'<p class="vb-pdf-meta"><a href="{esc(ed.url)}">{esc(ed.url)}</a></p>'
         f'<p class="vb-pdf-meta">{esc(conf.get("copyright", ""))}</p>'
         "</section>"
     )
@@ -432,10 +443,15 @@ def build(
         raise PdfError(f"{site} holds no built site: run `mkdocs build` first")
     out = Path(out or site / "pdf")
     out.mkdir(parents=True, exist_ok=True)
+    from vitbook.site import editions
+
     conf = mkdocs_config()
     extra = conf.get("extra", {})
-    version = str(extra.get("version", "0"))
-    date = book_date()
+    ed = editions.current(ROOT, conf)
+    # links to pages left out go to this copy's address (the root is kept for editions.current)
+    conf = dict(conf, site_url=ed.url, extra={**extra, "site_root": ed.site_url})
+    version = ed.edition or ed.version
+    date = ed.date if ed.edition else book_date()
     book_title = conf.get("site_name", "vitbook")
     titles = nav_titles(conf.get("nav"))
     chaps = chapters()
@@ -474,10 +490,10 @@ def build(
             t0 = time.perf_counter()
             head = (
                 f'<p class="vb-pdf-chapter-head">{esc(book_title)} &middot; '
-                f"version {esc(version)}"
+                f"{copy_label(ed)}"
                 f" &middot; {date.isoformat()} &middot; "
-                f'<a href="{esc(conf.get("site_url", ""))}{c["url"]}">'
-                f"{esc(conf.get('site_url', ''))}{c['url']}</a></p>"
+                f'<a href="{esc(ed.url)}{c["url"]}">'
+                f"{esc(ed.url)}{c['url']}</a></p>"
             )
             pdf, info = build_pdf(
                 browser,
