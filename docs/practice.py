@@ -120,7 +120,8 @@ assert all(pairs == (n + 1) ** 2 for _, n, _, pairs in rows)
 # %%
 def shuffle_test(p, orders=20):
     """Train TinyViT8 with and without position embeddings on patches of p x p pixels; test
-    accuracy of both in the true patch order and in `orders` random orders of the patches."""
+    accuracy of both in the true patch order and in `orders` random orders of the patches.
+    Returns the model with positions, the test patches, the orders and the accuracies."""
     g = 8 // p  # patches per side
     with_pos, _ = train(preset("tinyvit8", patch_size=p), epochs=150, lr=1e-3)
     no_pos, _ = train(preset("tinyvit8", patch_size=p, pos_embed="none"), epochs=150, lr=1e-3)
@@ -132,10 +133,10 @@ def shuffle_test(p, orders=20):
     for order in perms:
         shuffled = unpatchify(patches[:, order], p, 1, (g, g))  # back to (B, 1, 8, 8)
         results.append((accuracy(with_pos, shuffled, y_test), accuracy(no_pos, shuffled, y_test)))
-    return patches, perms, results
+    return with_pos, patches, perms, results
 
 
-patches, orders, results = shuffle_test(2)  # 16 patches of 2 x 2 pixels
+with_pos, patches, orders, results = shuffle_test(2)  # 16 patches of 2 x 2 pixels
 in_order, shuffled_only = results[0], results[1:]
 mean_pos = sum(r[0] for r in shuffled_only) / len(shuffled_only)
 mean_nopos = sum(r[1] for r in shuffled_only) / len(shuffled_only)
@@ -183,7 +184,7 @@ assert max(abs(r[1] - in_order[1]) for r in results) < 0.01
 # less than at $P = 2$, then measure it:
 
 # %%
-_, _, results4 = shuffle_test(4)
+*_, results4 = shuffle_test(4)
 drop = {
     p: r[0][0] - sum(x[0] for x in r[1:]) / len(r[1:]) for p, r in ((2, results), (4, results4))
 }

@@ -621,7 +621,7 @@ def attx():
 
 
 def sent_row(data, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
-    """The row the page must show, from the uint8 steps of the data file."""
+    """The row the page must show, from the uint16 steps of the data file."""
     step = 1 / data.meta["levels"]
     if mode == "rollout":
         return data.arrays["rollout"][img, layer, q].astype(np.float64) * step

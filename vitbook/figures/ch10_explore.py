@@ -3,7 +3,7 @@
 
 The page receives, for each image, every layer's and head's attention matrix and the attention
 rollout through each layer (``vitbook.analysis.attention_rollout`` over the first l layers),
-all quantised to uint8 in steps of ``1 / LEVELS`` (``quantise``: an entry is off by less than
+all quantised to uint16 in steps of ``1 / LEVELS`` (``quantise``: an entry is off by less than
 one step, every row sums to exactly one), plus the images, their labels and the model's
 predictions. The mean over heads is taken in the page from the quantised rows. Chapter 6's
 ``heads`` explorer shows the same data in its second tab."""
@@ -24,12 +24,15 @@ from vitbook.explore import explorer_data, image_u8
 
 #: Test images sent to the page: the first of the pre-training test split.
 N_IMAGES = 12
-#: Quantisation: an attention weight w in [0, 1] is sent as about w * LEVELS, a uint8.
-LEVELS = 255
+#: Quantisation: an attention weight w in [0, 1] is sent as about w * LEVELS, a uint16. Steps
+#: of 1/255 (a uint8) were coarser than a nearly uniform row's spread: a row of about 1/64 per
+#: patch took 4 steps, and a map stretched to its own largest weight showed the rounding as a
+#: pattern. At 1/65535 no weight moves by a colour step of its own map (``explore_rel_err``).
+LEVELS = 65535
 
 
 def quantise(w: np.ndarray) -> np.ndarray:
-    """Rows of weights that sum to one as uint8 steps of 1 / LEVELS that sum to LEVELS.
+    """Rows of weights that sum to one as uint16 steps of 1 / LEVELS that sum to LEVELS.
 
     Largest-remainder rounding: each weight is rounded down, then the steps left over go to the
     weights with the largest remainders. Every entry is off by less than one step, and every
@@ -42,7 +45,13 @@ def quantise(w: np.ndarray) -> np.ndarray:
     left = LEVELS - q.sum(-1, keepdims=True)  # steps still to hand out in each row
     rank = np.argsort(np.argsort(-frac, axis=-1, kind="stable"), axis=-1, kind="stable")
     q += rank < np.round(left)
-    return np.clip(q, 0, LEVELS).astype(np.uint8)
+    return np.clip(q, 0, LEVELS).astype(np.uint16)
+
+
+def relative_error(w: np.ndarray) -> float:
+    """The largest |sent - exact| weight of ``quantise(w)``, over its row's largest weight."""
+    err = np.abs(quantise(w) / LEVELS - w).max(-1)
+    return float((err / w.max(-1)).max())
 
 
 @torch.no_grad()
@@ -78,7 +87,12 @@ def attention_explorer(rec):
     rec.fact("explore_images", N_IMAGES)
     rec.fact("explore_correct", correct, tol=2)
     rec.fact("explore_levels", LEVELS)
-    rec.fact("explore_err", 1 / LEVELS, "{:.4f}")
+    rec.fact("explore_err", 1 / LEVELS, "{:.1e}")
+    # the largest rounding error relative to its own row's largest weight (the top of that
+    # row's colour bar): below 1/256, a colour map's step, so rounding draws no pattern
+    rel = max(relative_error(d[k]) for k in ("attn", "rollout"))
+    rec.fact("explore_rel_err", rel, "{:.2%}", tol=0.5)
+    rec.fact("explore_colour_step", 1 / 256, "{:.2%}")
     return d
 
 

@@ -1,6 +1,6 @@
 // ch10/attention-explorer: every attention row of the small ViT pre-trained in Chapter 9, on
 // twelve test images. The data (vitbook/figures/ch10_explore.py) holds each image's attention
-// (n, L, H, T, T) and the rollout through each layer (n, L, T, T) as uint8 steps of
+// (n, L, H, T, T) and the rollout through each layer (n, L, T, T) as uint16 steps of
 // 1 / meta.levels; the mean over heads is taken here from those rows. Chapter 6's heads
 // explorer mounts the same view in its second tab (mountView with grid: true).
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
