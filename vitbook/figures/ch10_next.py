@@ -33,12 +33,14 @@ from vitbook.engine import facts
 from vitbook.model import ViTConfig, preset
 
 #: Registers in the released DINOv2 models (and in all of Darcet et al.'s experiments, section
-#: 4: "In all our experiments, we kept 4 register tokens").
+#: 3.2, "Number of register tokens": "In all our experiments, we kept 4 register tokens").
 REGISTERS = 4
 
-#: What Darcet et al. (section 1 and 2.1) say of the artifacts: tokens with roughly 10x the norm
-#: of the others at the output, around 2% of the sequence, appearing only after about a third
-#: of DINOv2's training and, of six model sizes (Tiny to giant), only in the three largest.
+#: What Darcet et al. (section 1 and 2.1, Fig. 4) say of the artifacts: tokens with roughly 10x
+#: the norm of the others at the output, around 2% of the sequence; in DINOv2, of six model
+#: sizes (Tiny to giant) only the three largest have them, and in ViT-g (the model whose
+#: training Fig. 4b follows) they appear only after about a third of training. Section 2.2 adds
+#: that DeiT-III and OpenCLIP have them at both size B and L.
 ARTIFACTS = {"norm_ratio": 10, "share": 0.02, "largest": 3, "sizes": 6}
 
 #: MLP-Mixer's paper: Table 1 (Mixer-B/16: 59M parameters at 224 pixels, head excluded);
