@@ -197,8 +197,8 @@ def scores_for(y, pred, score) -> dict:
 
 def imbalance_example() -> dict:
     """Three classifiers on the same seeded test frames: one that always says "no pain", the
-    model's scores cut at ``IMB_DEFAULT_CUT``, and the same scores cut where a separate, seeded validation
-    draw has its best balanced accuracy."""
+    model's scores cut at ``IMB_DEFAULT_CUT``, and the same scores cut where a separate, seeded
+    validation draw has its best balanced accuracy."""
     rng = np.random.default_rng(IMB_SEED)
     y, s = imbalanced_frames(IMB_FRAMES, IMB_SHARE, rng)
     yv, sv = imbalanced_frames(IMB_FRAMES, IMB_SHARE, rng)  # validation: picks the threshold

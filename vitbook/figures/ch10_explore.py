@@ -3,10 +3,10 @@
 
 The page receives, for each image, every layer's and head's attention matrix and the attention
 rollout through each layer (``vitbook.analysis.attention_rollout`` over the first l layers),
-all quantised to uint16 in steps of ``1 / LEVELS`` (``quantise``: an entry is off by less than
-one step, every row sums to exactly one), plus the images, their labels and the model's
-predictions. The mean over heads is taken in the page from the quantised rows. Chapter 6's
-``heads`` explorer shows the same data in its second tab."""
+all quantised to uint8 in steps of ``1 / LEVELS`` of each row's largest weight, which is
+sent too (``quantise``: an entry is off by at most half a step), plus the images, their
+labels and the model's predictions. The mean over heads is taken in the page from the
+quantised rows. Chapter 6's ``heads`` explorer shows the same data in its second tab."""
 
 from __future__ import annotations
 
@@ -24,34 +24,36 @@ from vitbook.explore import explorer_data, image_u8
 
 #: Test images sent to the page: the first of the pre-training test split.
 N_IMAGES = 12
-#: Quantisation: an attention weight w in [0, 1] is sent as about w * LEVELS, a uint16. Steps
-#: of 1/255 (a uint8) were coarser than a nearly uniform row's spread: a row of about 1/64 per
-#: patch took 4 steps, and a map stretched to its own largest weight showed the rounding as a
-#: pattern. At 1/65535 no weight moves by a colour step of its own map (``explore_rel_err``).
-LEVELS = 65535
+#: Quantisation: an attention weight w is sent as a uint8, about w / top * LEVELS, where top is
+#: the largest weight of its row (sent beside it as a float32). Steps of 1/255 of one (as an
+#: earlier edition sent them) were coarser than a nearly uniform row's spread: a row of about
+#: 1/64 per patch took 4 steps, and a map stretched to its own largest weight showed the rounding
+#: as a pattern. Steps of its own largest weight keep every row's rounding below a colour step
+#: of its map (``explore_rel_err``); uint16 steps of one would do that too at half again the
+#: bytes once compressed.
+LEVELS = 255
 
 
-def quantise(w: np.ndarray) -> np.ndarray:
-    """Rows of weights that sum to one as uint16 steps of 1 / LEVELS that sum to LEVELS.
+def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of weights as uint8 steps of 1 / LEVELS of each row's largest weight, rounded to
+    nearest, and those largest weights as float32 (``dequantise`` undoes it). A weight is off
+    by at most half a step, ``top / (2 * LEVELS)``, and the largest weight of a row is exact to
+    float32; a row of the page sums to one within ``T`` half steps."""
+    w = np.asarray(w, dtype=np.float64)
+    top = w.max(-1).astype(np.float32)
+    q = np.round(w / top.astype(np.float64)[..., None] * LEVELS)
+    return np.clip(q, 0, LEVELS).astype(np.uint8), top
 
-    Largest-remainder rounding: each weight is rounded down, then the steps left over go to the
-    weights with the largest remainders. Every entry is off by less than one step, and every
-    row of the page still sums to exactly one (rounding to nearest would be off by at most half
-    a step, but its rows drift from one by up to a few percent).
-    """
-    scaled = np.asarray(w, dtype=np.float64) * LEVELS
-    q = np.floor(scaled)
-    frac = scaled - q
-    left = LEVELS - q.sum(-1, keepdims=True)  # steps still to hand out in each row
-    rank = np.argsort(np.argsort(-frac, axis=-1, kind="stable"), axis=-1, kind="stable")
-    q += rank < np.round(left)
-    return np.clip(q, 0, LEVELS).astype(np.uint16)
+
+def dequantise(q: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """The weights the page computes from ``quantise``'s steps and row maxima, in float64."""
+    return q.astype(np.float64) * (top.astype(np.float64)[..., None] / LEVELS)
 
 
 def relative_error(w: np.ndarray) -> float:
     """The largest |sent - exact| weight of ``quantise(w)``, over its row's largest weight."""
-    err = np.abs(quantise(w) / LEVELS - w).max(-1)
-    return float((err / w.max(-1)).max())
+    back = dequantise(*quantise(w))
+    return float((np.abs(back - w).max(-1) / np.asarray(w).max(-1)).max())
 
 
 @torch.no_grad()
@@ -87,7 +89,6 @@ def attention_explorer(rec):
     rec.fact("explore_images", N_IMAGES)
     rec.fact("explore_correct", correct, tol=2)
     rec.fact("explore_levels", LEVELS)
-    rec.fact("explore_err", 1 / LEVELS, "{:.1e}")
     # the largest rounding error relative to its own row's largest weight (the top of that
     # row's colour bar): below 1/256, a colour map's step, so rounding draws no pattern
     rel = max(relative_error(d[k]) for k in ("attn", "rollout"))
@@ -147,8 +148,8 @@ def _(d):
         },
         {
             "images": image_u8(d["images"]),
-            "attn": quantise(d["attn"]),
-            "rollout": quantise(d["rollout"]),
+            **dict(zip(("attn", "attn_top"), quantise(d["attn"]), strict=True)),
+            **dict(zip(("rollout", "rollout_top"), quantise(d["rollout"]), strict=True)),
         },
     )
 

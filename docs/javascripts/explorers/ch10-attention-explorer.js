@@ -1,8 +1,9 @@
 // ch10/attention-explorer: every attention row of the small ViT pre-trained in Chapter 9, on
 // twelve test images. The data (vitbook/figures/ch10_explore.py) holds each image's attention
-// (n, L, H, T, T) and the rollout through each layer (n, L, T, T) as uint16 steps of
-// 1 / meta.levels; the mean over heads is taken here from those rows. Chapter 6's heads
-// explorer mounts the same view in its second tab (mountView with grid: true).
+// (n, L, H, T, T) and the rollout through each layer (n, L, T, T) as uint8 steps of
+// 1 / meta.levels of each row's largest weight, which comes beside them (attn_top, rollout_top);
+// the mean over heads is taken here from those rows. Chapter 6's heads explorer mounts the same
+// view in its second tab (mountView with grid: true).
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
 
 /** The rows of the data: row(img, layer, mode, head, q) -> Float64Array(T) of weights. */
@@ -11,23 +12,27 @@ export function attentionRows(data) {
   const [n, L, H, T] = data.arrays.attn.shape;
   const A = data.arrays.attn.data;
   const R = data.arrays.rollout.data;
-  const step = 1 / m.levels;
+  const topA = data.arrays.attn_top.data; // (n, L, H, T): each row's largest weight
+  const topR = data.arrays.rollout_top.data; // (n, L, T)
   return {
     n, L, H, T,
     row(img, layer, mode, head, q) {
       const out = new Float64Array(T);
       if (mode === "rollout") {
-        const o = ((img * L + layer) * T + q) * T;
-        for (let j = 0; j < T; j++) out[j] = R[o + j] * step;
+        const r = (img * L + layer) * T + q;
+        const step = topR[r] / m.levels;
+        for (let j = 0; j < T; j++) out[j] = R[r * T + j] * step;
       } else if (mode === "mean") {
         for (let hd = 0; hd < H; hd++) {
-          const o = (((img * L + layer) * H + hd) * T + q) * T;
-          for (let j = 0; j < T; j++) out[j] += A[o + j];
+          const r = ((img * L + layer) * H + hd) * T + q;
+          const step = topA[r] / m.levels;
+          for (let j = 0; j < T; j++) out[j] += A[r * T + j] * step;
         }
-        for (let j = 0; j < T; j++) out[j] *= step / H;
+        for (let j = 0; j < T; j++) out[j] /= H;
       } else {
-        const o = (((img * L + layer) * H + head) * T + q) * T;
-        for (let j = 0; j < T; j++) out[j] = A[o + j] * step;
+        const r = ((img * L + layer) * H + head) * T + q;
+        const step = topA[r] / m.levels;
+        for (let j = 0; j < T; j++) out[j] = A[r * T + j] * step;
       }
       return out;
     },
@@ -140,7 +145,8 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     g.fillText(label, x + w / 2, y + 10);
   }
   // each map's colours run from zero to its largest weight over the patches: a row that is
-  // nearly uniform looks nearly uniform (the weights come in steps of 1 / meta.levels)
+  // nearly uniform looks nearly uniform (the weights come in steps of 1 / meta.levels of the
+  // row's largest weight, finer than a colour step)
   const rangeOf = (row) => {
     let hi = 0;
     for (let j = 1; j < T; j++) hi = Math.max(hi, row[j]);
