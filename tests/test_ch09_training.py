@@ -98,6 +98,25 @@ def test_transfer_verdicts_follow_the_rule_from_the_frozen_runs(frozen_only):
     assert fact("scratch_large_vs_small") == stats.verdict(acc["vit_scratch"][large],
                                                            acc["vit_scratch"][small])  # fmt: skip
     assert abs(fact("cnn_params") - fact("vit_params")) / fact("vit_params") < 0.05
+    # what the page reads from the tails of the curves on the largest set: the ViT from scratch
+    # and head-only still rising, full fine-tuning flat; quiz 6: the smallest set's ViT from
+    # scratch peaked in the first half of its budget, far below the CNN
+    assert fact("vit_scratch_tail_gain") > 1 and fact("vit_head_tail_gain") > 1
+    assert abs(fact("vit_full_tail_gain")) < 0.5
+    assert fact("cnn_vs_scratch_100") == "higher"
+    assert abs(fact("vit_scratch_small_tail_gain")) < 1
+    assert fact("vit_scratch_100") < fact("cnn_100") - 0.3
+
+
+def test_the_three_vit_arms_share_their_budgets_and_the_cnn_has_one():
+    """The page says so in one sentence: 'the three ViT arms get 400 ... rising to 1,600'."""
+    from vitbook.experiments.transfer import TRANSFER_SIZES, transfer_steps
+
+    for n in TRANSFER_SIZES:
+        assert transfer_steps("vit_head", n) == transfer_steps("vit_full", n)
+        assert transfer_steps("vit_full", n) == transfer_steps("vit_scratch", n)
+        assert transfer_steps("cnn", n) == transfer_steps("cnn", TRANSFER_SIZES[0])
+    assert transfer_steps("vit_scratch", TRANSFER_SIZES[-1]) > transfer_steps("vit_scratch", 100)
 
 
 @pytest.mark.slow

@@ -219,6 +219,13 @@ def transfer_by_size(rec):
     rec.fact("late_peaks", sum(v for k in NAMES for row in late[k] for v in row), tol=2)
     rec.fact("transfer_runs", len(NAMES) * len(SIZES) * len(SEEDS))
     rec.fact("late_scratch_large", sum(late["vit_scratch"][-1]), tol=1)
+    # is a late peak noise on a flat curve or a curve still rising? the validation accuracy of
+    # the last quarter of the budget against the quarter before, on the largest set
+    for k in ("vit_scratch", "vit_full", "vit_head"):
+        gain = np.mean([_tail_gain(x) for x in r[k][-1]])
+        rec.fact(f"{k}_tail_gain", 100 * gain, "{:.1f}", tol=1.0)
+    gain = np.mean([_tail_gain(x) for x in r["vit_scratch"][0]])  # the smallest set
+    rec.fact("vit_scratch_small_tail_gain", 100 * gain, "{:.1f}", tol=1.0)
     rec.fact("transfer_seeds", len(SEEDS))
     rec.fact("eval_steps", transfer.EVAL_STEPS)
     rec.fact("fine_val", finetune.FINETUNE_VAL)
@@ -234,6 +241,15 @@ def transfer_by_size(rec):
     rec.fact("fine_test", finetune.FINETUNE_TEST)
     curves = {k: [[(x["val_steps"], x["val_acc"]) for x in row] for row in r[k]] for k in NAMES}
     return {"sizes": list(SIZES), "acc": acc, "curves": curves}
+
+
+def _tail_gain(run: dict) -> float:
+    """Mean validation accuracy over the last quarter of a run's steps minus that over the
+    quarter before: near zero on a flat curve, positive on one still rising."""
+    st, acc = np.array(run["val_steps"]), np.array(run["val_acc"])
+    q = run["steps"] / 4
+    last, before = acc[st > 3 * q], acc[(st > 2 * q) & (st <= 3 * q)]
+    return float(last.mean() - before.mean())
 
 
 def _val_at(run: dict, steps: int) -> float:
