@@ -163,7 +163,7 @@ def _commit_date(root: Path, ref: str) -> dt.date | None:
 def current(root: Path = ROOT, config: dict[str, Any] | None = None) -> Edition:
     """The copy this build makes (see the module's docstring); raises :class:`EditionError`
     when an edition is asked for that this commit is not."""
-    from vitbook.site.pdf import book_date, mkdocs_config
+    from vitbook.site.config import book_date, mkdocs_config
 
     root = Path(root)
     config = config if config is not None else mkdocs_config(root)

@@ -561,7 +561,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         )
 
     authors = extra.get("authors", "The vitbook authors")
-    from vitbook.site.pdf import book_date  # the last commit's date: the same on a rebuild
+    from vitbook.site.config import book_date  # the last commit's date: the same on a rebuild
 
     urldate = book_date(Path(env.project_dir)).isoformat()
     book = conf.get("site_name", "vitbook")

@@ -23,24 +23,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import functools
 import hashlib
 import io
 import json
 import logging
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from vitbook.site.config import ROOT, book_date, mkdocs_config
 from vitbook.site.local import chromium, serve
 
-ROOT = Path(__file__).resolve().parents[2]
 BACK_MATTER = ["notation.md", "glossary.md", "references.md", "license.md"]
 CHAPTER_RE = re.compile(r"^(\d\d)-([a-z0-9-]+)\.md$")
 
@@ -50,18 +45,6 @@ class PdfError(RuntimeError):
 
 
 # --- configuration ---------------------------------------------------------------------------
-
-
-class _Loader(yaml.SafeLoader):
-    """Reads mkdocs.yml, ignoring its ``!!python/name`` tags."""
-
-
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
-
-
-@functools.cache
-def mkdocs_config(root: Path = ROOT) -> dict[str, Any]:
-    return yaml.load((root / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
 
 
 def nav_titles(nav: Any) -> dict[str, str]:
@@ -106,25 +89,6 @@ def pdf_name(src: str) -> str:
     if not m:
         raise ValueError(f"{src} is not a chapter")
     return f"ch{m.group(1)}-{m.group(2)}.pdf"
-
-
-def book_date(root: Path = ROOT) -> dt.date:
-    """``SOURCE_DATE_EPOCH`` if set, else the date of the last commit (UTC), else 1 Jan of
-    the book's year: never today's date, so that a rebuild gives the same bytes."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).date()
-    with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):
-        out = subprocess.run(
-            ["git", "log", "-1", "--format=%ct"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-        return dt.datetime.fromtimestamp(int(out), dt.UTC).date()
-    return dt.date(int(mkdocs_config(root).get("extra", {}).get("year", 2026)), 1, 1)
 
 
 # --- the page that is printed ----------------------------------------------------------------
