@@ -92,7 +92,7 @@ def test_each_glyph_is_drawn_once_per_page() -> None:
     )
     out = math.share_glyphs(page)
     assert out.count('id="vb-g0"') == 1 and out.count('d="M1 1L2 2"') == 2
-    assert out.count('<use href="#vb-g0"></use>') == 2
-    assert '<use href="#vb-g0" transform="translate(500,0)"></use>' in out
+    assert out.count('<use xlink:href="#vb-g0"></use>') == 2
+    assert '<use xlink:href="#vb-g0" transform="translate(500,0)"></use>' in out
     assert b in out, "an outline used once stays where it is"
     assert math.share_glyphs("<p>no math</p>") == "<p>no math</p>"

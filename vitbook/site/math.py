@@ -139,7 +139,10 @@ _GLYPH_RE = re.compile(r'<path d="([^"]+)"((?: [a-z-]+="[^"]*")*)></path>')
 def share_glyphs(page_html: str) -> str:
     """Draw each glyph of the page's formulas once: a glyph's outline that occurs more than once
     is defined in one hidden ``<svg class="vb-glyphs">`` at the top of the page and used by
-    reference (``<use href>``), as MathJax's own global font cache does in a browser. A chapter's
+    reference (``<use xlink:href>``), as MathJax's own global font cache does in a browser.
+    ``xlink:href``, not ``href``: Material's instant navigation resolves every element with an
+    ``href`` attribute by assigning it, which an SVG ``<use>`` refuses (its ``href`` is
+    read-only), and the page's scripts stop on that error. A chapter's
     math is mostly the same few dozen glyphs, so its HTML shrinks by a third or more, and the
     phone parses less. Outlines that occur once stay where they are."""
     counts: dict[str, int] = {}
@@ -153,7 +156,7 @@ def share_glyphs(page_html: str) -> str:
         if counts.get(d, 0) < 2:
             return m.group(0)
         ids.setdefault(d, f"vb-g{len(ids)}")
-        return f'<use href="#{ids[d]}"{rest}></use>'
+        return f'<use xlink:href="#{ids[d]}"{rest}></use>'
 
     out = _CONTAINER_RE.sub(lambda m: _GLYPH_RE.sub(glyph, m.group(0)), page_html)
     if not ids:
