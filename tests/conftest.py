@@ -22,11 +22,56 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not item.nodeid.startswith("tests/test_book_build.py"))
 
 
+#: Run before each page's own scripts in the tests' browser: every block of the text laid out
+#: from the start. A reader's browser skips the layout of blocks far below the screen on load
+#: (content-visibility, docs/stylesheets/book.css) and docs/javascripts/reader.js renders them
+#: while the page is idle; a test that reads the text or measures a figure right after loading
+#: would otherwise meet blocks not laid out yet (no innerText, placeholder sizes). The tests of
+#: what a phone downloads on a first visit take ``browser.raw``, which lays out as a reader's.
+LAID_OUT = """(() => {
+  const add = () => {
+    const s = document.createElement("style");
+    s.textContent = ".md-content__inner > * { content-visibility: visible !important; }";
+    document.documentElement.appendChild(s);
+  };
+  if (document.documentElement) add();
+  else new MutationObserver((_, seen) => {
+    if (document.documentElement) { seen.disconnect(); add(); }
+  }).observe(document, { childList: true });
+})();"""
+
+
+class LaidOutBrowser:
+    """The session's Chromium, whose new pages lay out every block of the text at once."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+
+    def new_context(self, *args, **kwargs):
+        ctx = self._browser.new_context(*args, **kwargs)
+        ctx.add_init_script(LAID_OUT)
+        return ctx
+
+    def new_page(self, *args, **kwargs):
+        ctx = self.new_context(*args, **kwargs)
+        page = ctx.new_page()
+        page.on("close", lambda _: ctx.close())
+        return page
+
+    @property
+    def raw(self):
+        """The browser as a reader's: blocks far down skipped on load (the page-weight tests)."""
+        return self._browser
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
 def browser():
     try:
         with local.chromium() as b:
-            yield b
+            yield LaidOutBrowser(b)
     except FileNotFoundError as exc:
         pytest.fail(str(exc), pytrace=False)
 

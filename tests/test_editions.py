@@ -358,6 +358,8 @@ def test_release_steps_publish_editions_beside_each_other(tmp_path, browser):
             page.wait_for_url("**/0.1.0/**", timeout=30000, wait_until="commit")
             page.wait_for_load_state("load")
             assert "/0.1.0/02-patches/" in page.url
-            assert f"commit {first[:7]}" in page.locator(".admonition.quote").first.inner_text()
+            box = page.locator(".admonition.quote").first
+            box.scroll_into_view_if_needed()  # a block far down is laid out only near the screen
+            assert f"commit {first[:7]}" in box.inner_text()
         finally:
             context.close()

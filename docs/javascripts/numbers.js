@@ -3,7 +3,7 @@
 // short card: the fact's name, the function that computed it (linked to its source lines at the
 // commit that built the page), the seeds and their spread for a trained result, whether it is
 // computed or measured, and the CPU it was computed on. The data is the page's
-// <script id="vb-numbers-data"> (one record per fact).
+// <template id="vb-numbers-data"> (JSON, one record per fact).
 //
 // The card is inserted right after the number, so that Tab moves from the number into the
 // card's links; Escape closes it and returns to the number. The number describes itself by the
@@ -28,7 +28,7 @@
     const el = document.getElementById("vb-numbers-data");
     if (el !== dataEl) {
       dataEl = el;
-      try { data = el ? JSON.parse(el.textContent) : null; } catch { data = null; }
+      try { data = el ? JSON.parse(el.content.textContent) : null; } catch { data = null; }
     }
     return data;
   };

@@ -65,7 +65,8 @@
       if (i < blocks.length) idle(step);
       else {
         mark(document.querySelectorAll(SCROLLERS)); // what is outside the text (notebooks)
-        document.documentElement.dataset.vbRendered = "true"; // for tests: all laid out
+        document.documentElement.dataset.vbRendered = "true"; // all laid out (tests read it)
+        document.dispatchEvent(new Event("vb:rendered")); // explorers/index.js waits for it
       }
     };
     idle(step);
@@ -79,8 +80,13 @@
     name();
     render();
   };
-  if (window.document$) document$.subscribe(() => idle(start));
-  else window.addEventListener("load", () => idle(start));
+  // a new page is not laid out yet: the flag goes at once, before the explorers look at it
+  const page = () => {
+    delete document.documentElement.dataset.vbRendered;
+    idle(start);
+  };
+  if (window.document$) document$.subscribe(page);
+  else window.addEventListener("load", page);
 })();
 
 // Figures: each comes in a light and a dark variant; the one the current theme hides keeps its

@@ -32,7 +32,7 @@ CHAPTERS = [(t, u) for t, u in PAGES if re.match(r"\d\d-", u)]
 NOTEBOOKS = {"lab-tinyvit8/", "practice/"}
 CHAPTER_BYTES = 400 * 1024
 #: requests that belong to an explorer (its data file, its modules), not to the reading page
-EXPLORER_PART = re.compile(r"\.explorer\.bin$|/javascripts/explorers/")
+EXPLORER_PART = re.compile(r"\.explorer\.bin$|/figures/data/|/javascripts/explorers/")
 PAGE_BYTES = 600 * 1024
 AUDITS = [
     pytest.param(url, theme, width, id=f"{url.rstrip('/') or 'home'}-{theme}-{width}")

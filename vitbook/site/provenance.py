@@ -353,16 +353,19 @@ def source_url(repo: str, commit: str, e: Entry) -> str | None:
 def page_data(
     names: list[str], entries: dict[str, Entry], repo: str, commit: str, numbers_url: str
 ) -> str:
-    """The ``<script type="application/json">`` a page carries for its cards: the facts it
-    links, each once."""
+    """The ``<template id="vb-numbers-data">`` a page carries for its cards: the facts it
+    links, each once, as JSON. A template, not a ``<script type="application/json">``:
+    Material's instant navigation re-creates the scripts of the page it loads from their text
+    alone, so a JSON script would run as JavaScript (a syntax error) and lose its id; a
+    template's text is inert and travels with the page."""
     facts = {n: entries[n].card() for n in dict.fromkeys(names) if n in entries}
     data = {
         "src": f"{repo.rstrip('/')}/blob/{commit}/" if repo and commit else "",
         "numbers": numbers_url,
         "facts": facts,
     }
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
-    return f'<script type="application/json" id="vb-numbers-data">{text}</script>'
+    text = html.escape(json.dumps(data, ensure_ascii=False, separators=(",", ":")), quote=False)
+    return f'<template id="vb-numbers-data">{text}</template>'
 
 
 KIND_TEXT = {

@@ -51,7 +51,21 @@ function mountAll() {
     },
     { rootMargin: "100% 0px 100% 0px" },
   );
-  for (const root of roots) watcher.observe(root);
+  // Watch once the page is laid out in full (docs/javascripts/reader.js says when). Before, the
+  // blocks the browser skipped on load stand in at a guessed height, which pulls an explorer far
+  // down the page up to the screen, and it would load on a first visit. A page without the
+  // reader's script waits a few seconds at most.
+  let started = false;
+  const observe = () => {
+    if (started) return;
+    started = true;
+    for (const root of roots) watcher.observe(root);
+  };
+  if (document.documentElement.dataset.vbRendered === "true") observe();
+  else {
+    document.addEventListener("vb:rendered", observe, { once: true });
+    setTimeout(observe, 8000);
+  }
 }
 
 if (window.document$) window.document$.subscribe(mountAll);
