@@ -226,6 +226,8 @@ def transfer_by_size(rec):
         rec.fact(f"{k}_tail_gain", 100 * gain, "{:.1f}", tol=1.0)
     gain = np.mean([_tail_gain(x) for x in r["vit_scratch"][0]])  # the smallest set
     rec.fact("vit_scratch_small_tail_gain", 100 * gain, "{:.1f}", tol=1.0)
+    # the smallest set's ViT from scratch: training accuracy at the end (it memorised)
+    stats.record(rec, "vit_scratch_100_train", [x["train_acc"] for x in r["vit_scratch"][0]])
     rec.fact("transfer_seeds", len(SEEDS))
     rec.fact("eval_steps", transfer.EVAL_STEPS)
     rec.fact("fine_val", finetune.FINETUNE_VAL)
