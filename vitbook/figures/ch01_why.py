@@ -350,7 +350,6 @@ def longrange_results(rec):
         rec.fact(f"{name}_failed", sum(r["failed"] for r in rows), tol=1)
     # the comparisons the text makes, decided over seeds (non-overlapping min-max ranges)
     acc = {k: [r["acc"] for r in rows] for k, rows in sc.items()}
-    far = {k: [r["far"] for r in rows] for k, rows in sc.items()}
     rec.fact("vit_vs_cnn", stats.verdict(acc["vit"], acc["cnn"]))
     ok = [a for a, r in zip(acc["vit"], sc["vit"], strict=True) if not r["failed"]]
     rec.fact("vit_ok_vs_cnn", stats.verdict(ok, acc["cnn"]))  # the ViT runs that did not fail

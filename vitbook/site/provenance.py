@@ -357,7 +357,8 @@ def page_data(
     links, each once, as JSON. A template, not a ``<script type="application/json">``:
     Material's instant navigation re-creates the scripts of the page it loads from their text
     alone, so a JSON script would run as JavaScript (a syntax error) and lose its id; a
-    template's text is inert and travels with the page."""
+    template's text is inert and travels with the page (and the search index leaves it out:
+    ``data-search-exclude``)."""
     facts = {n: entries[n].card() for n in dict.fromkeys(names) if n in entries}
     data = {
         "src": f"{repo.rstrip('/')}/blob/{commit}/" if repo and commit else "",
@@ -365,7 +366,7 @@ def page_data(
         "facts": facts,
     }
     text = html.escape(json.dumps(data, ensure_ascii=False, separators=(",", ":")), quote=False)
-    return f'<template id="vb-numbers-data">{text}</template>'
+    return f'<template id="vb-numbers-data" data-search-exclude>{text}</template>'
 
 
 KIND_TEXT = {
