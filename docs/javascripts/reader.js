@@ -80,9 +80,21 @@
     name();
     render();
   };
+  // A link to a place in the page (#anchor): the blocks above it stand in at a guessed height
+  // until rendered, so the browser's jump lands off the target. Such a visit lays the whole text
+  // out at once and jumps again; a visit without an anchor keeps the fast first paint.
+  const land = () => {
+    const target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target) return;
+    for (const el of document.querySelectorAll(".md-content__inner > *")) {
+      el.style.contentVisibility = "visible";
+    }
+    target.scrollIntoView();
+  };
   // a new page is not laid out yet: the flag goes at once, before the explorers look at it
   const page = () => {
     delete document.documentElement.dataset.vbRendered;
+    land();
     idle(start);
   };
   if (window.document$) document$.subscribe(page);

@@ -132,10 +132,40 @@ def equation_links(site: Path) -> list[tuple[str, str]]:
     return out
 
 
+def test_section_links_land_at_the_top_of_the_screen(browser, base_url, site) -> None:
+    """A link to a section far down a chapter lands with the heading just under the header, as
+    a reader's browser lays the page out (blocks above skipped on load: reader.js lays the text
+    out at once for such a visit and jumps again)."""
+    links = []
+    for _, url in CHAPTERS:
+        ids = re.findall(r'<h2 id="([^"]+)"', (site / url / "index.html").read_text())
+        if len(ids) > 3:
+            links.append((url, ids[len(ids) // 2]))  # far down, with text after it
+    assert len(links) >= 5, "too few sections found: the check tests nothing"
+    context = browser.raw.new_context(viewport={"width": 390, "height": 700})
+    bad = []
+    try:
+        page = context.new_page()
+        for url, h in links:
+            page.goto(f"{base_url}{url}#{h}", wait_until="load")
+            page.wait_for_timeout(500)
+            r = page.evaluate(
+                f"""() => ({{top: document.getElementById('{h}').getBoundingClientRect().top,
+                    header: document.querySelector('.md-header')
+                        .getBoundingClientRect().bottom}})"""
+            )
+            if not (r["header"] - 2 <= r["top"] <= r["header"] + 80):
+                bad.append((url, h, r))
+    finally:
+        context.close()
+    assert not bad, f"section links that land elsewhere: {bad}"
+
+
 def test_equation_links_land_with_the_number_visible(browser, base_url, site) -> None:
     links = equation_links(site)
     assert len(links) >= 5, "too few numbered equations found: the check tests nothing"
-    context = browser.new_context(viewport={"width": 390, "height": 700})
+    # as a reader's browser lays the page out: the blocks above a far anchor skipped on load
+    context = browser.raw.new_context(viewport={"width": 390, "height": 700})
     bad = []
     try:
         page = context.new_page()
