@@ -132,57 +132,49 @@ def equation_links(site: Path) -> list[tuple[str, str]]:
     return out
 
 
+def landings(browser, base_url: str, links: list[tuple[str, str]], selector: str) -> list:
+    """Follow each ``url#anchor`` link at 390 px as a reader's browser lays the page out (the
+    blocks above a far anchor skipped on load), and measure where ``selector`` (``{a}`` is the
+    anchor) lands: (url, anchor, {top, bottom, right, header})."""
+    context = browser.raw.new_context(viewport={"width": 390, "height": 700})
+    out = []
+    try:
+        page = context.new_page()
+        for url, a in links:
+            page.goto(f"{base_url}{url}#{a}", wait_until="load")
+            page.wait_for_timeout(500)
+            r = page.evaluate(
+                """s => { const n = document.querySelector(s).getBoundingClientRect();
+                    const h = document.querySelector('.md-header').getBoundingClientRect();
+                    return {top: n.top, bottom: n.bottom, right: n.right, header: h.bottom}; }""",
+                selector.format(a=a),
+            )
+            out.append((url, a, r))
+    finally:
+        context.close()
+    return out
+
+
 def test_section_links_land_at_the_top_of_the_screen(browser, base_url, site) -> None:
-    """A link to a section far down a chapter lands with the heading just under the header, as
-    a reader's browser lays the page out (blocks above skipped on load: reader.js lays the text
-    out at once for such a visit and jumps again)."""
+    """A link to a section far down a chapter lands with the heading just under the header
+    (reader.js lays the text out at once for such a visit and jumps again)."""
     links = []
     for _, url in CHAPTERS:
         ids = re.findall(r'<h2 id="([^"]+)"', (site / url / "index.html").read_text())
         if len(ids) > 3:
             links.append((url, ids[len(ids) // 2]))  # far down, with text after it
     assert len(links) >= 5, "too few sections found: the check tests nothing"
-    context = browser.raw.new_context(viewport={"width": 390, "height": 700})
-    bad = []
-    try:
-        page = context.new_page()
-        for url, h in links:
-            page.goto(f"{base_url}{url}#{h}", wait_until="load")
-            page.wait_for_timeout(500)
-            r = page.evaluate(
-                f"""() => ({{top: document.getElementById('{h}').getBoundingClientRect().top,
-                    header: document.querySelector('.md-header')
-                        .getBoundingClientRect().bottom}})"""
-            )
-            if not (r["header"] - 2 <= r["top"] <= r["header"] + 80):
-                bad.append((url, h, r))
-    finally:
-        context.close()
+    bad = [x for x in landings(browser, base_url, links, "[id='{a}']")
+           if not (x[2]["header"] - 2 <= x[2]["top"] <= x[2]["header"] + 80)]  # fmt: skip
     assert not bad, f"section links that land elsewhere: {bad}"
 
 
 def test_equation_links_land_with_the_number_visible(browser, base_url, site) -> None:
     links = equation_links(site)
     assert len(links) >= 5, "too few numbered equations found: the check tests nothing"
-    # as a reader's browser lays the page out: the blocks above a far anchor skipped on load
-    context = browser.raw.new_context(viewport={"width": 390, "height": 700})
-    bad = []
-    try:
-        page = context.new_page()
-        for url, eq in links:
-            page.goto(f"{base_url}{url}#{eq}", wait_until="load")
-            page.wait_for_timeout(300)
-            r = page.evaluate(
-                f"""() => {{ const n = document.querySelector('#{eq} .vb-eq-number')
-                    .getBoundingClientRect();
-                    const h = document.querySelector('.md-header').getBoundingClientRect();
-                    return {{top: n.top, bottom: n.bottom, left: n.left, right: n.right,
-                             header: h.bottom}}; }}"""
-            )
-            if not (r["top"] >= r["header"] and r["bottom"] <= 700 and r["right"] <= 390):
-                bad.append((url, eq, r))
-    finally:
-        context.close()
+    bad = [x for x in landings(browser, base_url, links, "[id='{a}'] .vb-eq-number")
+           if not (x[2]["top"] >= x[2]["header"] and x[2]["bottom"] <= 700
+                   and x[2]["right"] <= 390)]  # fmt: skip
     assert not bad, f"equation links that land with the number hidden: {bad}"
 
 
