@@ -124,6 +124,10 @@ def tests(session: nox.Session) -> None:
     args = list(session.posargs)
     if "-m" not in args:  # the whole suite unless a marker expression is given
         args = ["-m", "", *args]
+    if not any(a.startswith(("-n", "--numprocesses", "-p")) for a in args):
+        # two workers (more on a larger machine), each test file on one of them: see the order
+        # in tests/conftest.py; `-n 0` runs in one process
+        args = ["--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile", *args]
     session.run("pytest", *args, env=env)
 
 

@@ -14,12 +14,25 @@ import scratch
 
 from vitbook.site import local
 
+#: Fixtures that need the built site (tests/browser/sitebuild.py) or the session's browser.
+SITE_FIXTURES = {"site", "base_url", "browser"}
+
 
 def pytest_collection_modifyitems(config, items):
-    """The cold build runs first: it trains every run of the book once, in a scratch cache, and
-    shares them with this session's cache (``verify --share-runs``), so that the tests after it
-    that need a trained model do not train it a second time."""
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_book_build.py"))
+    """Files in the order that keeps two workers busy (``nox -s tests`` runs the suite with
+    pytest-xdist, ``-n 2 --dist loadfile``, each file on one worker): the rebuild of every item
+    and the retrained shard first (the longest file), then the files that need the built site
+    (the first of them builds it while the other worker trains), then the rest, which fill the
+    gaps. The order within a file is kept."""
+    needs_site = {
+        item.nodeid.split("::")[0] for item in items if SITE_FIXTURES & set(item.fixturenames)
+    }
+
+    def rank(item) -> int:
+        path = item.nodeid.split("::")[0]
+        return 0 if path == "tests/test_book_build.py" else 1 if path in needs_site else 2
+
+    items.sort(key=rank)
 
 
 #: Run before each page's own scripts in the tests' browser: every block of the text laid out
@@ -84,19 +97,33 @@ def book(tmp_path: Path) -> Path:
 
 #: Seconds per test file in this run (setup, call and teardown), for the split printed at the end.
 SECONDS: dict[str, float] = {}
+#: Bytes each page transferred on a first visit, scrolled (tests/browser/test_pages.py records
+#: them as a user property, which pytest-xdist carries from its workers to this process).
+PAGE_BYTES: dict[str, int] = {}
 
 
 def pytest_runtest_logreport(report) -> None:
     name = report.nodeid.split("::")[0]
     SECONDS[name] = SECONDS.get(name, 0.0) + report.duration
+    for key, value in report.user_properties:
+        if key == "page_bytes":
+            PAGE_BYTES[value[0]] = value[1]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """Where the time went: seconds per test file, the largest first (timings are reported,
-    never asserted)."""
+    never asserted; with workers the seconds add up to more than the run took); and what each
+    page weighs."""
+    tr = terminalreporter
+    if PAGE_BYTES:
+        tr.section("page weight (bytes transferred on first visit, light theme, scrolled)")
+        for url, size in sorted(PAGE_BYTES.items(), key=lambda kv: -kv[1]):
+            tr.write_line(f"{size / 1024:10,.0f} KiB  /{url}")
+        tr.write_line(
+            f"{sum(PAGE_BYTES.values()) / 1024:10,.0f} KiB  total over {len(PAGE_BYTES)} pages"
+        )
     if not SECONDS:
         return
-    tr = terminalreporter
     tr.section("where the time went (seconds per test file)")
     total = sum(SECONDS.values())
     for name, secs in sorted(SECONDS.items(), key=lambda kv: -kv[1]):

@@ -128,6 +128,7 @@ def test_unscaled_gradients_are_erratic_not_uniformly_small() -> None:
     assert np.median(s["grad"][1]) / np.median(u["grad"][1]) > 10
 
 
+@pytest.mark.slow  # five seeds of the experiment: seconds, so not in the quick tier
 def test_seeds_spread_and_saturated_share() -> None:
     """Seeds 0-4 at Dh = 512 alone: the ratio of typical softmax gradients moves by a factor of
     two or more between seeds (it was once quoted from one seed), while the share of flat draws

@@ -31,18 +31,3 @@ def base_url(site: Path):
 def artifacts() -> Path:
     sitebuild.ARTIFACTS.mkdir(exist_ok=True)
     return sitebuild.ARTIFACTS
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not sitebuild.PAGE_BYTES:
-        return
-    tr = terminalreporter
-    tr.section("page weight (bytes transferred on first visit, light theme, scrolled)")
-    limit = sitebuild.MAX_PAGE_BYTES
-    for url, size in sorted(sitebuild.PAGE_BYTES.items(), key=lambda kv: -kv[1]):
-        flag = "  OVER 3 MB" if size > limit else ""
-        tr.write_line(f"{size / 1024:10,.0f} KiB  /{url}{flag}")
-    tr.write_line(
-        f"{sum(sitebuild.PAGE_BYTES.values()) / 1024:10,.0f} KiB  total over "
-        f"{len(sitebuild.PAGE_BYTES)} pages"
-    )

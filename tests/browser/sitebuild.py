@@ -15,6 +15,7 @@ tests can be parametrized before anything is built.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -27,14 +28,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+from filelock import FileLock
 
 from vitbook.site.local import serve  # noqa: F401  (the tests serve the site with this)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 MAX_PAGE_BYTES = 3 * 1024 * 1024
-#: Each page's transferred bytes, filled by the page visits, printed in the terminal summary.
-PAGE_BYTES: dict[str, int] = {}
 
 
 class _Loader(yaml.SafeLoader):
@@ -138,10 +138,38 @@ def build_site(
     return subprocess.run(cmd, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=3600)
 
 
+def _build_once(dest: Path) -> dict:
+    """Build the book into ``dest`` from a fresh notebook cache, offline where it can be:
+    ``{"ok", "offline", "tail"}`` (the tail of the build's output when it failed)."""
+    shutil.rmtree(NOTEBOOK_CACHE, ignore_errors=True)  # execute the notebooks afresh
+    prefix, _ = offline_prefix()
+    proc = build_site(dest, prefix=prefix)
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+    return {"ok": proc.returncode == 0, "code": proc.returncode, "offline": prefix is not None,
+            "tail": tail}  # fmt: skip
+
+
+def _shared_build() -> tuple[Path, dict]:
+    """The site of this test run. With pytest-xdist the workers share one build: the first to
+    ask builds it under a lock in a folder named by the run's id, the others wait and read its
+    outcome; a run without workers builds into a fresh temporary folder."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        dest = Path(tempfile.mkdtemp(prefix="vitbook-site-"))
+        return dest, _build_once(dest)
+    shared = Path(tempfile.gettempdir()) / f"vitbook-site-{run}"
+    shared.mkdir(exist_ok=True)
+    outcome = shared / "outcome.json"
+    with FileLock(shared / "build.lock"):
+        if not outcome.is_file():
+            outcome.write_text(json.dumps(_build_once(shared / "site")))
+    return shared / "site", json.loads(outcome.read_text())
+
+
 def built_site() -> Path:
-    """The built book: ``$VITBOOK_SITE``, or a fresh strict build made once per session."""
+    """The built book: ``$VITBOOK_SITE``, or a fresh strict build made once per test run."""
     given = os.environ.get("VITBOOK_SITE")
-    if given:
+    if given and "site" not in _BUILT:
         site = Path(given)
         if not (site / "index.html").is_file():
             raise RuntimeError(
@@ -150,14 +178,12 @@ def built_site() -> Path:
             )
         return site
     if "site" not in _BUILT:
-        dest = Path(tempfile.mkdtemp(prefix="vitbook-site-"))
-        shutil.rmtree(NOTEBOOK_CACHE, ignore_errors=True)  # execute the notebooks afresh
-        prefix, _ = offline_prefix()
-        proc = build_site(dest, prefix=prefix)
-        BUILT_OFFLINE["site"] = prefix is not None
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
-            raise RuntimeError(f"mkdocs build --strict failed (exit {proc.returncode}):\n{tail}")
+        dest, outcome = _shared_build()
+        BUILT_OFFLINE["site"] = outcome["offline"]
+        if not outcome["ok"]:
+            raise RuntimeError(
+                f"mkdocs build --strict failed (exit {outcome['code']}):\n{outcome['tail']}"
+            )
         _BUILT["site"] = dest
         # the link checker, collected in the same session, reuses this build
         os.environ["VITBOOK_SITE"] = str(dest)

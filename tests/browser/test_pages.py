@@ -142,7 +142,6 @@ def visit(browser, base_url: str, url: str, artifacts: Path) -> Visit:
             except Exception:  # noqa: BLE001 - redirects and aborted requests have no body
                 pass
         v.bytes = sum(v.sizes.values())
-        sitebuild.PAGE_BYTES[url] = v.bytes
         if url in SCREENSHOTS:
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=str(artifacts / f"{name}.light.png"), full_page=True)
@@ -172,6 +171,7 @@ def visit(browser, base_url: str, url: str, artifacts: Path) -> Visit:
 @pytest.fixture(params=[url for _, url in PAGES], ids=IDS)
 def page_visit(request, browser, base_url, artifacts) -> Visit:
     v = visit(browser, base_url, request.param, artifacts)
+    request.node.user_properties.append(("page_bytes", (v.url, v.bytes)))  # for the summary
     assert not v.failures, f"/{v.url}: the visit failed: {v.failures}"
     return v
 

@@ -370,10 +370,16 @@ class Run:
 def code_of(obj: Any) -> str:
     """A function's or module's code as its syntax tree: comments, formatting and docstrings
     do not count, as in every key (:func:`vitbook.engine.deps.compute_source`)."""
-    import ast
     import textwrap
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    return _code_of_source(textwrap.dedent(inspect.getsource(obj)))
+
+
+@functools.cache  # by the text: a check asks for the same code once per key
+def _code_of_source(source: str) -> str:
+    import ast
+
+    tree = ast.parse(source)
     _drop_docstrings(tree)
     return ast.dump(tree, include_attributes=False)
 

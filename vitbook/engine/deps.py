@@ -50,8 +50,12 @@ def _module_file(name: str) -> Path | None:
 
 def _imports(name: str, path: Path, root: str) -> set[str]:
     """Modules of package ``root`` that module ``name`` imports (absolute or relative)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    is_pkg = path.name == "__init__.py"
+    return set(_imports_in(name, path.name == "__init__.py", root, path.read_text("utf-8")))
+
+
+@cache  # by the text: a check parses each module once, however many keys it appears in
+def _imports_in(name: str, is_pkg: bool, root: str, text: str) -> frozenset[str]:
+    tree = ast.parse(text)
     package = name if is_pkg else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -66,7 +70,9 @@ def _imports(name: str, path: Path, root: str) -> set[str]:
                 mod = node.module or ""
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import module`
-    return {m for m in found if (m == root or m.startswith(root + ".")) and _module_file(m)}
+    return frozenset(
+        m for m in found if (m == root or m.startswith(root + ".")) and _module_file(m)
+    )
 
 
 @cache
@@ -126,13 +132,17 @@ def declared_inputs(name: str) -> tuple[Path, ...]:
     path = _module_file(name)
     if path is None:
         return ()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    return tuple(path.parent / v for v in _inputs_in(path.read_text(encoding="utf-8")))
+
+
+@cache  # by the text, as _imports_in
+def _inputs_in(text: str) -> tuple[str, ...]:
+    for node in ast.parse(text).body:
         targets = node.targets if isinstance(node, ast.Assign) else []
         if isinstance(node, ast.AnnAssign):
             targets = [node.target]
         if any(isinstance(t, ast.Name) and t.id == "INPUTS" for t in targets):
-            value = ast.literal_eval(node.value)
-            return tuple(path.parent / v for v in value)
+            return tuple(ast.literal_eval(node.value))
     return ()
 
 

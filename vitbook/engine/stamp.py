@@ -20,8 +20,6 @@ from . import cache
 from .deps import environment
 from .paths import cache_dir, figures_dir, frozen_dir, project_root
 
-VARIABLES = ("VITBOOK_FIGURES", "VITBOOK_FROZEN", "VITBOOK_CACHE", "VITBOOK_NO_TRAINING")
-
 
 def _path() -> Path:
     return cache_dir() / "stamp.json"
@@ -49,7 +47,10 @@ def fingerprint() -> dict[str, Any]:
     return {
         "files": files,
         "environment": environment(),
-        "variables": {v: os.environ.get(v) for v in VARIABLES},
+        # the folders as resolved, so that naming the default folder in a variable (as the
+        # tests do) answers from the same stamp as leaving it out
+        "folders": [str(f.resolve()) for f in (figures_dir(), frozen_dir(), cache_dir())],
+        "training": os.environ.get("VITBOOK_NO_TRAINING"),
     }
 
 
