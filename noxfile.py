@@ -127,7 +127,8 @@ def tests(session: nox.Session) -> None:
     if not any(a.startswith(("-n", "--numprocesses", "-p")) for a in args):
         # two workers (more on a larger machine), each test file on one of them: see the order
         # in tests/conftest.py; `-n 0` runs in one process
-        args = ["--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile", *args]
+        args = ["--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile",
+                "--no-loadscope-reorder", *args]  # fmt: skip
     session.run("pytest", *args, env=env)
 
 

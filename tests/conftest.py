@@ -20,17 +20,23 @@ SITE_FIXTURES = {"site", "base_url", "browser"}
 
 def pytest_collection_modifyitems(config, items):
     """Files in the order that keeps two workers busy (``nox -s tests`` runs the suite with
-    pytest-xdist, ``-n 2 --dist loadfile``, each file on one worker): the rebuild of every item
-    and the retrained shard first (the longest file), then the files that need the built site
-    (the first of them builds it while the other worker trains), then the rest, which fill the
-    gaps. The order within a file is kept."""
-    needs_site = {
-        item.nodeid.split("::")[0] for item in items if SITE_FIXTURES & set(item.fixturenames)
-    }
+    pytest-xdist, ``--dist loadfile --no-loadscope-reorder``: each test file on one worker, the
+    files handed out in this order): the rebuild of every item and the retrained shard first
+    (minutes of training), then the files that need the built site (the first of them builds
+    it while the other worker trains), then the other slow files, then the quick ones, which
+    fill the gaps at the end. The order within a file is kept."""
+    files: dict[str, set[str]] = {}
+    for item in items:
+        marks = files.setdefault(item.nodeid.split("::")[0], set())
+        marks.update(SITE_FIXTURES & set(item.fixturenames))
+        marks.update(m.name for m in item.iter_markers() if m.name == "slow")
 
     def rank(item) -> int:
         path = item.nodeid.split("::")[0]
-        return 0 if path == "tests/test_book_build.py" else 1 if path in needs_site else 2
+        if path == "tests/test_book_build.py":
+            return 0
+        marks = files[path]
+        return 1 if marks & SITE_FIXTURES else 2 if "slow" in marks else 3
 
     items.sort(key=rank)
 

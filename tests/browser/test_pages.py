@@ -4,11 +4,14 @@ Each page is visited once (a fresh browser context, light theme, 1280x900), scro
 bottom so lazy images load, then switched to the dark theme and scrolled again. The visit is
 recorded and the tests below each assert one promise about it: no console error, every image
 decodes, math is typeset, the theme toggle swaps the figure variants, no request leaves the local
-server, and the page weighs at most 3 MB. Search is tested by typing, key by key.
+server, the page weighs at most 3 MB, and its reading part (explorers apart) at most 400 KB for
+a chapter and 600 KB for any other page (gzip, as GitHub Pages serves it). Search is tested by
+typing, key by key.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +23,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PAGES = sitebuild.nav_pages()
 IDS = [url.rstrip("/") or "home" for _, url in PAGES]
 #: Pages saved as full-page screenshots in test-artifacts/ (light and dark), when they exist.
+NOTEBOOKS = {"lab-tinyvit8/", "practice/"}
+CHAPTER_BYTES = 400 * 1024
+#: requests that belong to an explorer (its data file, its modules), not to the reading page
+EXPLORER_PART = re.compile(r"\.explorer\.bin$|/figures/data/|/javascripts/explorers/")
+PAGE_BYTES = 600 * 1024
 SCREENSHOTS = {"", "02-patches/", "10-inside-a-trained-vit/", "lab-tinyvit8/"}
 STEP_PX = 900
 
@@ -258,6 +266,25 @@ def test_page_weight_at_most_3_mb(page_visit: Visit) -> None:
         f"/{v.url}: {v.bytes:,} bytes transferred (limit 3 MB); largest:\n  "
         + "\n  ".join(f"{n:>10,}  {u}" for u, n in largest)
     )
+
+
+def test_page_weight_budget(page_visit: Visit) -> None:
+    v = page_visit
+    limit = CHAPTER_BYTES if re.match(r"\d\d-", v.url) else PAGE_BYTES
+    # The explorers' data and code are counted apart: each explorer's data has its own budget
+    # (300 KB, tests/test_explorer_files_ch00_04.py and the chapter 5-10 explorer tests), and
+    # the page budget is the reading page itself. Both numbers are printed.
+    explorer = {u: n for u, n in v.sizes.items() if EXPLORER_PART.search(u)}
+    page_bytes = v.bytes - sum(explorer.values())
+    print(f"/{v.url}: page {page_bytes:,} B, explorers {sum(explorer.values()):,} B")
+    largest = sorted(v.sizes.items(), key=lambda kv: -kv[1])[:6]
+    assert 0 < page_bytes <= limit, (
+        f"/{v.url}: {page_bytes / 1024:,.0f} KB transferred on a first visit (budget "
+        f"{limit // 1024} KB); largest:\n  " + "\n  ".join(f"{n:>10,}  {u}" for u, n in largest)
+    )
+    runtime = [u for u in v.requests if "tex-mml-chtml" in u]
+    if v.url not in NOTEBOOKS:
+        assert not runtime, f"/{v.url}: loads the MathJax runtime although its math is typeset"
 
 
 def test_sitemap_lists_exactly_the_nav_pages(site: Path) -> None:

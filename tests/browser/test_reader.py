@@ -1,16 +1,15 @@
-"""The book as readers on any device meet it: accessible, math without a runtime, light pages.
+"""The book as readers on any device meet it: accessible, math without a runtime, searchable.
 
 * axe-core (pinned in ``package.json``, injected from ``node_modules``) finds no serious or
   critical WCAG 2.1 A/AA violation on any page, in light and dark, at 390 and 1280 px: each
   run audits every page once, in a width and theme that rotate with the commit
   (``axe_run.rotation``), and every combination with ``VITBOOK_AXE=all`` (the weekly run);
 * math is typeset at build time: with JavaScript off every formula is already SVG and no TeX
-  shows; chapter pages never load the MathJax runtime;
+  shows; chapter pages never load the MathJax runtime (checked on the page visits of
+  tests/browser/test_pages.py, with the page weights);
 * at 390 px every numbered equation fits the column with its number in view (a formula too
   wide has a phone layout: tests/browser/test_phone.py checks it is shown at full size), and a
   link to an equation lands with its number visible;
-* a chapter transfers at most 400 KB on a first visit, every page at most 600 KB (gzip, as
-  GitHub Pages serves it);
 * search entries carry words, not TeX, notebook prompts or listings; an author cited in a
   chapter, and a glossary term used there, find that chapter.
 """
@@ -24,16 +23,11 @@ from pathlib import Path
 import axe_run
 import pytest
 import sitebuild
-from test_pages import PAGES, visit
+from test_pages import NOTEBOOKS, PAGES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHAPTERS = [(t, u) for t, u in PAGES if re.match(r"\d\d-", u)]
-NOTEBOOKS = {"lab-tinyvit8/", "practice/"}
-CHAPTER_BYTES = 400 * 1024
-#: requests that belong to an explorer (its data file, its modules), not to the reading page
-EXPLORER_PART = re.compile(r"\.explorer\.bin$|/figures/data/|/javascripts/explorers/")
-PAGE_BYTES = 600 * 1024
 AUDITS = [
     pytest.param(url, theme, width, id=f"{url.rstrip('/') or 'home'}-{theme}-{width}")
     for _, url, theme, width in axe_run.rotation(PAGES)
@@ -176,32 +170,6 @@ def test_equation_links_land_with_the_number_visible(browser, base_url, site) ->
            if not (x[2]["top"] >= x[2]["header"] and x[2]["bottom"] <= 700
                    and x[2]["right"] <= 390)]  # fmt: skip
     assert not bad, f"equation links that land with the number hidden: {bad}"
-
-
-@pytest.fixture(params=[u for _, u in PAGES], ids=[u.rstrip("/") or "home" for _, u in PAGES])
-def weighed(request, browser, base_url, artifacts):
-    v = visit(browser, base_url, request.param, artifacts)
-    assert not v.failures, f"/{v.url}: the visit failed: {v.failures}"
-    return v
-
-
-def test_page_weight_budget(weighed) -> None:
-    v = weighed
-    limit = CHAPTER_BYTES if re.match(r"\d\d-", v.url) else PAGE_BYTES
-    # The explorers' data and code are counted apart: each explorer's data has its own budget
-    # (300 KB, tests/test_explorer_files_ch00_04.py and the chapter 5-10 explorer tests), and
-    # the page budget is the reading page itself. Both numbers are printed.
-    explorer = {u: n for u, n in v.sizes.items() if EXPLORER_PART.search(u)}
-    page_bytes = v.bytes - sum(explorer.values())
-    print(f"/{v.url}: page {page_bytes:,} B, explorers {sum(explorer.values()):,} B")
-    largest = sorted(v.sizes.items(), key=lambda kv: -kv[1])[:6]
-    assert 0 < page_bytes <= limit, (
-        f"/{v.url}: {page_bytes / 1024:,.0f} KB transferred on a first visit (budget "
-        f"{limit // 1024} KB); largest:\n  " + "\n  ".join(f"{n:>10,}  {u}" for u, n in largest)
-    )
-    runtime = [u for u in v.requests if "tex-mml-chtml" in u]
-    if v.url not in NOTEBOOKS:
-        assert not runtime, f"/{v.url}: loads the MathJax runtime although its math is typeset"
 
 
 def search_docs(site: Path) -> list[dict]:
