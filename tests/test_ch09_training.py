@@ -98,13 +98,15 @@ def test_transfer_verdicts_follow_the_rule_from_the_frozen_runs(frozen_only):
     assert fact("scratch_large_vs_small") == stats.verdict(acc["vit_scratch"][large],
                                                            acc["vit_scratch"][small])  # fmt: skip
     assert abs(fact("cnn_params") - fact("vit_params")) / fact("vit_params") < 0.05
-    # what the page reads from the tails of the curves on the largest set: the ViT from scratch
-    # and head-only still rising, full fine-tuning flat; quiz 6: the smallest set's ViT from
-    # scratch peaked in the first half of its budget, far below the CNN
-    assert fact("vit_scratch_tail_gain") > 1 and fact("vit_head_tail_gain") > 1
-    assert abs(fact("vit_full_tail_gain")) < 0.5
+    # what the page reads from the tails of the curves: the ViT from scratch and head-only on
+    # the two larger sets still gain about a point or more, every other curve less than half a
+    # point; quiz 6: the smallest set's ViT from scratch is flat, far below the CNN
+    rising = {(k, n) for k in ("vit_scratch", "vit_head") for n in SIZES[1:]}
+    for k in NAMES:
+        for n in SIZES:
+            gain = fact(f"tail_{k}_{n}")
+            assert gain >= 0.9 if (k, n) in rising else abs(gain) < 0.5, (k, n, gain)
     assert fact("cnn_vs_scratch_100") == "higher"
-    assert abs(fact("vit_scratch_small_tail_gain")) < 1
     assert fact("vit_scratch_100_train_lo") >= 0.95  # quiz 6: it memorised its 100 images
     assert fact("vit_scratch_100") < fact("cnn_100") - 0.3
 
