@@ -54,3 +54,20 @@ def test_the_picture_serves_the_phone_file_to_narrow_screens_only() -> None:
     sources = re.findall(r"<source[^>]*>", light)
     assert [("media=" in s) for s in sources] == [True, True, False]
     assert 'src="f/x.png"' in light
+
+
+def test_a_caption_that_places_panels_says_how_a_phone_orders_them() -> None:
+    """A phone variant lays its panels out in fewer columns: a caption that says "Left:" or
+    "on the left," gets a note shown with the phone variant only; other captions none."""
+    for caption in ("Left: the data. Right: the fit.", "losses (on the left, accuracy right)",
+                    "six maps (middle) and the mean", "accuracy, left against size"):  # fmt: skip
+        note = macros.phone_note(caption)
+        assert 'class="vb-phone-note"' in note and "reading order" in note, caption
+    for caption in ("runs that never left chance", "the label on the right gives the distance",
+                    "A single map of the class token."):  # fmt: skip
+        assert macros.phone_note(caption) == "", caption
+    css = (ROOT / "docs/stylesheets/book.css").read_text()
+    assert re.search(r"\.vb-phone-note \{ display: none; \}", css)
+    assert re.search(
+        re.escape(macros.PHONE_MEDIA) + r" \{\s*\.vb-phone-note \{ display: inline", css
+    )

@@ -96,3 +96,18 @@ def test_each_glyph_is_drawn_once_per_page() -> None:
     assert '<use xlink:href="#vb-g0" transform="translate(500,0)"></use>' in out
     assert b in out, "an outline used once stays where it is"
     assert math.share_glyphs("<p>no math</p>") == "<p>no math</p>"
+
+
+def test_a_bracket_that_opens_a_block_or_a_line_is_kept() -> None:
+    r"""``[\mathbf{x}]`` right after ``\begin{aligned}``, ``\begin{gathered}`` or a line break
+    would be read as an optional argument and vanish from the formula: every formula typeset
+    gets an empty group before such a bracket, and lengths such as ``[0.4em]`` are left alone."""
+    tex = r"[\mathbf{x}]_{c, i} = [\mathbf{x}_p]_{j}, \qquad i = m \frac{W}{P} + n"  # Eq. 2.3
+    out = math.guard_brackets(math.phone_layout(tex, lambda t: widest(t) < 50))
+    assert out.startswith(r"\begin{gathered}{}[\mathbf{x}]_{c, i} = "), out
+    assert out.endswith(r"\\[0.4em] i = m \frac{W}{P} + n\end{gathered}"), out
+    authored = "\\begin{aligned}\n[\\mathbf{t}_i]_f ={}& a \\\\\n[b] &= c\n\\end{aligned}"
+    assert math.guard_brackets(authored) == (
+        "\\begin{aligned}{}\n[\\mathbf{t}_i]_f ={}& a \\\\{}\n[b] &= c\n\\end{aligned}"
+    )
+    assert math.guard_brackets(r"a \\[0.4em] b") == r"a \\[0.4em] b"

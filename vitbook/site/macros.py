@@ -287,6 +287,20 @@ def png_size(path: Path) -> tuple[int, int]:
 #: Screens this narrow get a figure's phone variant (``<id>.phone.png``, drawn 3.8 in wide with
 #: larger text); wider screens, and print, the desktop one. Material's own phone breakpoint.
 PHONE_MEDIA = "screen and (max-width: 44.9375em)"
+#: Words of a caption that place a panel ("Left:", "(middle)", "left against", "on the left,"):
+#: right for the desktop figure, not for its phone variant, laid out in fewer columns.
+_PLACES_RE = re.compile(r"\b(?:left|right|middle)\b(?=:|\)| against|,)|\bon the left\b", re.I)
+
+
+def phone_note(caption: str) -> str:
+    """A sentence shown with the phone variant only (``vb-phone-note``, docs/stylesheets/
+    book.css) when the caption places panels left and right: empty otherwise."""
+    if not _PLACES_RE.search(caption):
+        return ""
+    return (
+        '<span class="vb-phone-note">On a phone the panels are laid out again in reading '
+        "order: left comes before right, top before bottom.</span> "
+    )
 
 
 def picture(
@@ -453,7 +467,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
         return (
             f'<figure class="vb-figure" id="{anchor(key, kind)}">\n{pictures}\n'
             f'<figcaption class="{cap}"><a class="vb-label" href="#{anchor(key, kind)}">'
-            f"{f'Figure {number}.' if number else 'Figure.'}</a> {body} "
+            f"{f'Figure {number}.' if number else 'Figure.'}</a> {body} {phone_note(caption)}"
             f'<span class="vb-svg">(<a href="{stem}.svg">SVG</a>, '
             f'<a href="{stem}.dark.svg">dark SVG</a>)</span></figcaption>\n'
             f"</figure>"

@@ -49,6 +49,21 @@ def cache_folder() -> Path:
     return Path(os.environ.get("VITBOOK_MATH_CACHE", ROOT / ".cache" / "math"))
 
 
+#: ``[`` where TeX would read it as an optional argument: right after ``\begin{aligned}`` or
+#: ``\begin{gathered}`` (their vertical position) or after a line break ``\\`` (extra space),
+#: unless it is a length such as ``[0.4em]``.
+_ARGUMENT_BRACKET_RE = re.compile(
+    r"(\\begin\{(?:aligned|gathered)\}|\\\\)(\s*)\[(?!\s*-?[\d.]+\s*(?:em|ex|pt|mu)\s*\])"
+)
+
+
+def guard_brackets(tex: str) -> str:
+    r"""``tex`` with an empty group before every ``[`` that MathJax would take as an optional
+    argument: ``\begin{aligned}[\mathbf{t}_i]_f = ...`` would lose ``[\mathbf{t}_i]`` from
+    the formula (it sets the block's alignment instead), as a phone layout of Eq. 3.2 did."""
+    return _ARGUMENT_BRACKET_RE.sub(r"\1{}\2[", tex)
+
+
 class Typesetter:
     """One Node process for the whole build, started on the first formula not in the cache."""
 
@@ -77,6 +92,7 @@ class Typesetter:
             self.proc = None
 
     def svg(self, tex: str, display: bool) -> str:
+        tex = guard_brackets(tex)
         if not self.version:
             self.version = mathjax_version()
         key = hashlib.sha256(f"{self.version}\0{int(display)}\0{tex}".encode()).hexdigest()
