@@ -110,4 +110,5 @@ def test_a_bracket_that_opens_a_block_or_a_line_is_kept() -> None:
     assert math.guard_brackets(authored) == (
         "\\begin{aligned}{}\n[\\mathbf{t}_i]_f ={}& a \\\\{}\n[b] &= c\n\\end{aligned}"
     )
-    assert math.guard_brackets(r"a \\[0.4em] b") == r"a \\[0.4em] b"
+    for length in ("[0.4em]", "[2mm]", "[ -1pt ]"):
+        assert math.guard_brackets(rf"a \\{length} b") == rf"a \\{length} b"

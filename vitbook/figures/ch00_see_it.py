@@ -294,7 +294,7 @@ def _(d, v):
         d["with_cls"],
         lim,
         v,
-        title="2. CLS prepended\n(50 × 8)",
+        title=plot.pick(v, "2. CLS prepended\n(50 × 8)", "2. + CLS\n(50 × 8)"),
         chosen_row=CHOSEN + 1,
         labels=lab50,
     )

@@ -51,9 +51,9 @@ def cache_folder() -> Path:
 
 #: ``[`` where TeX would read it as an optional argument: right after ``\begin{aligned}`` or
 #: ``\begin{gathered}`` (their vertical position) or after a line break ``\\`` (extra space),
-#: unless it is a length such as ``[0.4em]``.
+#: unless it is a length such as ``[0.4em]`` or ``[2mm]``.
 _ARGUMENT_BRACKET_RE = re.compile(
-    r"(\\begin\{(?:aligned|gathered)\}|\\\\)(\s*)\[(?!\s*-?[\d.]+\s*(?:em|ex|pt|mu)\s*\])"
+    r"(\\begin\{(?:aligned|gathered)\}|\\\\)(\s*)\[(?!\s*-?[\d.]+\s*[a-z]{2}\s*\])"
 )
 
 
