@@ -951,7 +951,8 @@ def test_attention_explorer_says_while_maps_download_and_when_they_fail(browser,
             page.wait_for_timeout(50)
         held[0].abort()
         page.wait_for_selector(".vb2-attx:not([data-loading])")
-        assert "did not download" in say(root) and "pick image 5 again" in say(root), say(root)
+        words = say(root)
+        assert "did not download" in words and "pick image 5 again to retry" in words, words
         assert (view.get_attribute("data-image"), view.get_attribute("data-row")) == ("0", row)
         page.unroute(fifth)
         root.locator('button[data-image="4"]').click()

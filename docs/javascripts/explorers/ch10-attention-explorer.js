@@ -342,7 +342,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
         if (gone || wanted !== k) return;
         wanted = null;
         const why = /HTTP \d+/.exec(err.message);
-        const words = `The attention maps of image ${k + 1} did not download (${why ? `the server answered ${why[0]}` : "the request failed"}); pick image ${k + 1} again to try again. `;
+        const words = `The attention maps of image ${k + 1} did not download (${why ? `the server answered ${why[0]}` : "the request failed"}); pick image ${k + 1} again to retry. `;
         if (!rows) problem = words;
         update(rows ? words : "");
       },
