@@ -150,9 +150,11 @@ class Item:
         if self.export_fn is not None:
             raise ValueError(f"{self.key} already exports explorer data")
         names = tuple(parts)
-        bad = [n for n in names if not ID_RE.match(n)]
-        if bad or len(set(names)) != len(names):
-            raise ValueError(f"{self.key}: explorer parts {names} must be distinct ids, not {bad}")
+        if not all(ID_RE.match(n) for n in names) or len(set(names)) != len(names):
+            raise ValueError(
+                f"{self.key}: explorer parts must be distinct ids (lower-case words joined by '-')"
+                f": {names}"
+            )
         self.export_fn = fn
         self.explorer_parts = names
         return fn
