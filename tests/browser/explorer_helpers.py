@@ -148,9 +148,9 @@ class Transfers:
         self.page = page
         self.sizes: dict[str, int] = {}
         self.pending: set = set()
-        page.on("request", self.pending.add)
-        page.on("requestfailed", self.pending.discard)
-        page.on("requestfinished", self._done)
+        page.on("request", lambda r: self.pending.add(r))
+        page.on("requestfailed", lambda r: self.pending.discard(r))
+        page.on("requestfinished", lambda r: self._done(r))
 
     def _done(self, request) -> None:
         self.pending.discard(request)

@@ -886,6 +886,7 @@ def test_attention_explorer_downloads_an_images_maps_when_it_is_picked(browser, 
     try:
         page.goto(base_url + CH10, wait_until="load", timeout=30000)
         scroll_to_the_end(page, transfers)
+        print(f"\n/{CH10} read to the end at 390 px: {transfers.total:,} bytes")
         assert transfers.total <= READ_TO_THE_END_BYTES, (
             f"{transfers.total:,} bytes read to the end; largest: {transfers.largest()}"
         )
