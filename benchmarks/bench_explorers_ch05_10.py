@@ -42,6 +42,8 @@ def main(site: Path) -> None:
             # an explorer mounts when it comes near the screen
             page.locator(f'.vb-explorer[data-explorer="{key}"]').scroll_into_view_if_needed()
             page.wait_for_selector(f'.vb-explorer--live[data-explorer="{key}"]', timeout=20000)
+            # and until what its first view needs has arrived (Ch 10: the first image's maps)
+            page.wait_for_function("!document.querySelector('.vb-explorer [data-loading]')")
             el = page.locator(f'.vb-explorer[data-explorer="{key}"] {target}').first
             el.scroll_into_view_if_needed()
             page.evaluate("window.__vbRepaint = {}")

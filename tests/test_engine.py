@@ -244,6 +244,10 @@ def fig(rec):
 @fig.draw
 def _(data, v):
     return _style() + str(_shared())
+
+@fig.export(parts=["p-1"])
+def _(data):
+    return data + 1
 """
     monkeypatch.syspath_prepend(str(tmp_path))
 
@@ -255,6 +259,7 @@ def _(data, v):
     base = source(body)
     same = {
         "the draw function": body.replace("str(_shared())", "'x'"),
+        "the export function, which has parts": body.replace("data + 1", "data + 2"),
         "a private helper only drawing calls": body.replace('"bold"', '"italic"'),
         "the sizes": body.replace("(1, 1)", "(2, 2)").replace("2.5", "4"),
         "a comment and formatting": body.replace("return 1", "return (\n  1  # one\n)"),

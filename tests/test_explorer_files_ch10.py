@@ -1,7 +1,8 @@
-"""The data file of Chapter 10's attention explorer (also read by Chapter 6's second tab): its
-size, its shapes, and that the uint8 rows, in steps of their own row's largest weight, are the
-model's attention and rollout to within half a step, which is less than a colour step of the
-row's map."""
+"""The data files of Chapter 10's attention explorer (also read by Chapter 6's second tab): the
+main file, which the first view needs (images, labels, predictions, colour map), and one part per
+image with its maps, which the page loads when the reader picks the image: their sizes, their
+shapes, and that the uint8 rows, in steps of their own row's largest weight, are the model's
+attention and rollout to within half a step, which is less than a colour step of the row's map."""
 
 from __future__ import annotations
 
@@ -11,30 +12,37 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vitbook.engine.explorer import decode
+from vitbook.engine.explorer import ExplorerData, part_files, read
 from vitbook.explore import COLORMAPS, colormap_table
 from vitbook.figures.ch10_explore import (
     LEVELS,
+    MAPS,
     N_IMAGES,
+    PARTS,
     dequantise,
     explorer_attention,
     quantise,
     relative_error,
+    sent_maps,
 )
 from vitbook.plot import THEMES
 
 ROOT = Path(__file__).resolve().parents[1]
 PATH = ROOT / "figures" / "ch10" / "attention-explorer.explorer.bin"
-#: Compressed, the file is mostly the rows' rounding below their largest weight: the precision
-#: that keeps a nearly uniform row's map free of rounding patterns costs about 0.6 MB over steps
-#: of 1/255 of one (which packed into about 0.2 MB).
-BUDGET = 1000 * 1024
+#: gzip-compressed bytes of the main file, which the first view downloads with image 1's part:
+#: the twelve images (32 x 32 RGB), labels, predictions and colour maps (about 20 KB).
+MAIN_BUDGET = 40 * 1024
+#: gzip-compressed bytes of one image's part (about 70 KB): mostly the attention rows' rounding
+#: below their largest weight, the precision that keeps a nearly uniform row's map free of
+#: rounding patterns.
+PART_BUDGET = 100 * 1024
 
 
 @pytest.fixture(scope="module")
-def blob() -> bytes:
+def data() -> ExplorerData:
+    """The main file with its parts."""
     assert PATH.exists(), f"{PATH} is missing: run `python -m vitbook figures --chapter 10`"
-    return PATH.read_bytes()
+    return read(PATH)
 
 
 @pytest.fixture(scope="module")
@@ -48,28 +56,43 @@ def computed() -> dict:
 trained = pytest.mark.slow
 
 
-def test_data_fits_the_budget_and_carries_the_house_palette(blob: bytes) -> None:
+def test_the_first_view_and_each_image_fit_their_budgets(data: ExplorerData) -> None:
+    """The first view downloads the main file and image 1's part; each other image's part
+    comes when the reader picks the image."""
+    blob = PATH.read_bytes()
     size = len(gzip.compress(blob, 9))
     print(f"\nch10/attention-explorer: {len(blob):,} bytes, {size:,} gzip-compressed")
-    assert size <= BUDGET
-    data = decode(blob)
+    assert size <= MAIN_BUDGET
+    # the main file lists one part per image, in the images' order, and holds no maps
+    assert data.meta["maps"] == list(PARTS) and len(PARTS) == N_IMAGES
+    assert sorted(part_files(blob)) == sorted(PARTS)
+    assert not set(MAPS) & set(data.arrays)
+    for name, file in part_files(blob).items():
+        part = (PATH.parent / file).read_bytes()
+        size = len(gzip.compress(part, 9))
+        print(f"  {file}: {len(part):,} bytes, {size:,} gzip-compressed")
+        assert size <= PART_BUDGET, name
+        assert sorted(data.parts[name].arrays) == sorted(MAPS)
+
+
+def test_data_carries_the_house_palette(data: ExplorerData) -> None:
     assert data.meta["palette"] == THEMES
     for name in COLORMAPS:
         np.testing.assert_array_equal(data.arrays[f"cmap_{name}"], colormap_table(name))
 
 
 @trained
-def test_shapes_labels_and_predictions_are_the_models(blob: bytes, computed: dict) -> None:
-    data = decode(blob)
+def test_shapes_labels_and_predictions_are_the_models(data: ExplorerData, computed) -> None:
     cfg = computed["cfg"]
     T = cfg.grid[0] * cfg.grid[1] + 1
     L, H = cfg.depth, cfg.heads
-    assert data.arrays["attn"].shape == (N_IMAGES, L, H, T, T)
-    assert data.arrays["rollout"].shape == (N_IMAGES, L, T, T)
+    for part in data.parts.values():  # one image's maps each
+        assert part.arrays["attn"].shape == (L, H, T, T)
+        assert part.arrays["rollout"].shape == (L, T, T)
+        assert part.arrays["attn"].dtype == np.uint8 and part.arrays["rollout"].dtype == np.uint8
+        assert part.arrays["attn_top"].shape == (L, H, T)
+        assert part.arrays["rollout_top"].shape == (L, T)
     assert data.arrays["images"].shape == (N_IMAGES, *cfg.image_hw, 3)
-    assert data.arrays["attn"].dtype == np.uint8 and data.arrays["rollout"].dtype == np.uint8
-    assert data.arrays["attn_top"].shape == (N_IMAGES, L, H, T)
-    assert data.arrays["rollout_top"].shape == (N_IMAGES, L, T)
     assert data.meta["levels"] == LEVELS
     assert data.meta["labels"] == computed["labels"].tolist()
     assert data.meta["preds"] == computed["preds"].tolist()
@@ -79,12 +102,13 @@ def test_shapes_labels_and_predictions_are_the_models(blob: bytes, computed: dic
 
 
 @trained
-def test_dequantised_rows_are_within_half_a_step_of_their_largest_weight(blob, computed) -> None:
-    data = decode(blob)
+def test_dequantised_rows_are_within_half_a_step_of_their_largest_weight(data, computed) -> None:
+    """Each image's part, in the order meta.maps gives, holds that image's maps."""
+    maps = sent_maps(data)
     for name in ("attn", "rollout"):
         exact = computed[name]
         np.testing.assert_allclose(exact.sum(-1), 1.0, atol=1e-6)  # float32 softmax
-        sent, top = data.arrays[name], data.arrays[f"{name}_top"]
+        sent, top = maps[name], maps[f"{name}_top"]
         q, t = quantise(exact)
         np.testing.assert_array_equal(sent, q)
         np.testing.assert_array_equal(top, t)
@@ -100,11 +124,11 @@ def test_dequantised_rows_are_within_half_a_step_of_their_largest_weight(blob, c
 
 
 @trained
-def test_mean_over_heads_from_the_sent_rows_is_within_half_a_step(blob: bytes, computed) -> None:
+def test_mean_over_heads_from_the_sent_rows_is_within_half_a_step(data, computed) -> None:
     """The page averages the heads of the sent rows: each head within half a step of its own
     largest weight, so the mean within the heads' mean half step."""
-    data = decode(blob)
-    mean = dequantise(data.arrays["attn"], data.arrays["attn_top"]).mean(2)
+    maps = sent_maps(data)
+    mean = dequantise(maps["attn"], maps["attn_top"]).mean(2)
     bound = (computed["attn"].max(-1, keepdims=True) / (2 * LEVELS)).mean(2) * (1 + 1e-6)
     assert (np.abs(mean - computed["attn"].mean(2)) <= bound).all()
 

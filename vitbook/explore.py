@@ -30,8 +30,11 @@ def image_u8(img: np.ndarray) -> np.ndarray:
     return np.clip(np.round(np.asarray(img, dtype=np.float64) * 255), 0, 255).astype(np.uint8)
 
 
-def explorer_data(meta: dict[str, Any], arrays: dict[str, Any]) -> ExplorerData:
-    """``ExplorerData`` with the palette in ``meta.palette`` and ``cmap_<name>`` arrays added."""
+def explorer_data(
+    meta: dict[str, Any], arrays: dict[str, Any], parts: dict[str, ExplorerData] | None = None
+) -> ExplorerData:
+    """``ExplorerData`` with the palette in ``meta.palette`` and ``cmap_<name>`` arrays added
+    (to the main file; ``parts``, the files the page loads when it needs them, as they are)."""
     meta = {**meta, "palette": THEMES, "colormaps": list(COLORMAPS)}
     arrays = {**arrays, **{f"cmap_{name}": colormap_table(name) for name in COLORMAPS}}
-    return ExplorerData(meta, arrays)
+    return ExplorerData(meta, arrays, dict(parts or {}))

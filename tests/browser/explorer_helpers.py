@@ -138,3 +138,61 @@ def focus_canvas_by_tab(visit: Visit) -> None:
         }""",
     )
     page.keyboard.press("Tab")
+
+
+class Transfers:
+    """What a page transfers from now on: ``sizes``, ``{url: bytes}`` of the bodies as sent
+    (gzip where the server compresses), and the requests still on their way."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.sizes: dict[str, int] = {}
+        self.pending: set = set()
+        page.on("request", lambda r: self.pending.add(r))
+        page.on("requestfailed", lambda r: self.pending.discard(r))
+        page.on("requestfinished", lambda r: self._done(r))
+
+    def _done(self, request) -> None:
+        self.pending.discard(request)
+        try:
+            self.sizes[request.url] = request.sizes()["responseBodySize"]
+        except Exception:  # noqa: BLE001 - an aborted request transferred nothing to count
+            pass
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes.values())
+
+    def largest(self, n: int = 6) -> list[tuple[str, int]]:
+        return sorted(self.sizes.items(), key=lambda kv: -kv[1])[:n]
+
+    def wait_idle(self, quiet_ms: int = 500, timeout_ms: int = 15000) -> None:
+        """Until no request has been on its way for ``quiet_ms`` (or ``timeout_ms`` passed:
+        then it is weighed as it stands)."""
+        quiet = 0
+        for _ in range(timeout_ms // 50):
+            quiet = 0 if self.pending else quiet + 50
+            if quiet >= quiet_ms:
+                return
+            self.page.wait_for_timeout(50)
+
+
+#: Whether every explorer of the page has mounted and none is still downloading what its view
+#: needs (a view says so with data-loading).
+EXPLORERS_SETTLED_JS = """() => [...document.querySelectorAll('.vb-explorer')]
+    .every(e => e.classList.contains('vb-explorer--live') && !e.querySelector('[data-loading]'))"""
+
+
+def scroll_to_the_end(page, transfers: Transfers) -> None:
+    """Scroll to the end of the page in wheel steps, as a reader does, once
+    docs/javascripts/reader.js has laid out the blocks the browser skipped on load (explorers are
+    watched from then on); then wait until every explorer passed on the way has mounted and
+    downloaded what its first view needs, and nothing more is on its way."""
+    page.wait_for_function("document.documentElement.dataset.vbRendered === 'true'", timeout=20000)
+    for _ in range(400):
+        page.mouse.wheel(0, 600)
+        page.wait_for_timeout(60)
+        if page.evaluate("scrollY + innerHeight >= document.documentElement.scrollHeight - 2"):
+            break
+    page.wait_for_function(EXPLORERS_SETTLED_JS, timeout=MOUNT_TIMEOUT_MS)
+    transfers.wait_idle()

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from explorer_helpers import Transfers, scroll_to_the_end
 
 from vitbook.calc import macs, param_breakdown
-from vitbook.engine.explorer import decode
+from vitbook.engine.explorer import ExplorerData, decode, read
 from vitbook.model import PRESETS, ViTConfig, scaled_dot_product
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -613,11 +614,21 @@ ATTX = "ch10/attention-explorer"
 
 @pytest.fixture(scope="module")
 def attx():
-    """The explorer's data file and the float attention it was made from."""
-    from vitbook.figures.ch10_explore import explorer_attention
+    """The explorer's data, its main file's arrays and every image's maps from the parts (as
+    one array per name, the images along the first axis), and the float attention it was made
+    from."""
+    from vitbook.figures.ch10_explore import explorer_attention, sent_maps
 
-    data = decode((ROOT / "figures/ch10/attention-explorer.explorer.bin").read_bytes())
-    return data, explorer_attention()
+    data = read(ROOT / "figures/ch10/attention-explorer.explorer.bin")
+    return ExplorerData(data.meta, data.arrays | sent_maps(data)), explorer_attention()
+
+
+def maps_shown(page, img: int, grid: bool = False) -> None:
+    """Wait until the view draws image ``img``'s maps (downloaded when it is first picked)."""
+    view = ".vb2-attx-grid" if grid else ".vb2-attx"
+    page.wait_for_selector(
+        f'{view}[data-image="{img}"][data-row]:not([data-loading])', timeout=15000
+    )
 
 
 def sent_row(data, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
@@ -676,6 +687,7 @@ def test_attention_explorer_by_mouse_picker_switches_and_keys(browser, base_url,
     L = m["depth"]
     with opened(browser, base_url, CH10) as page:
         root = live(page, ATTX)
+        maps_shown(page, 0)
         view = root.locator(".vb2-attx")
         cv = root.locator("canvas.vb2-attx-canvas")
         # the static figure gives way; the first view is image 1's mean over heads, last layer
@@ -699,6 +711,7 @@ def test_attention_explorer_by_mouse_picker_switches_and_keys(browser, base_url,
         # the picker: label and prediction of each image are the model's
         for k in (5, 11):
             root.locator(f'button[data-image="{k}"]').click()
+            maps_shown(page, k)
             s = assert_row_is_the_models(view, data, exact)
             assert s["img"] == k
             label, pred = m["classes"][m["labels"][k]], m["classes"][m["preds"][k]]
@@ -744,6 +757,7 @@ def test_attention_explorer_by_tap_at_phone_width(browser, base_url, attx):
     gh, gw = data.meta["grid"]
     with opened(browser, base_url, CH10, **PHONE) as page:
         root = live(page, ATTX)
+        maps_shown(page, 0)
         assert_fits(page, root)
         view = root.locator(".vb2-attx")
         cv = root.locator("canvas.vb2-attx-canvas")
@@ -759,6 +773,7 @@ def test_attention_explorer_by_tap_at_phone_width(browser, base_url, attx):
             assert root.bounding_box()["height"] == height
         assert cv.screenshot() != before
         root.locator('button[data-image="3"]').tap()
+        maps_shown(page, 3)
         assert shown(view)["img"] == 3
         assert_fits(page, root)
 
@@ -799,6 +814,7 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
             else:
                 tab.click()
             page.wait_for_selector(".vb2-attx-grid canvas.vb2-attx-canvas", timeout=15000)
+            maps_shown(page, 0, grid=True)
             assert tab.get_attribute("aria-selected") == "true"
             assert not root.locator(".vb2-heads").is_visible()
             assert_fits(page, root)
@@ -846,3 +862,103 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
                 assert tab.get_attribute("tabindex") == "-1"
                 assert root.locator(".vb2-heads").is_visible()
                 assert "Query patch" in say(root)
+
+
+#: A request for one image's maps: the part of the explorer data named in meta.maps.
+MAPS_FILE = re.compile(r"/ch10/attention-explorer\.(image-\d+)\.explorer\.bin$")
+READ_TO_THE_END_BYTES = 600 * 1024
+
+
+def test_attention_explorer_downloads_an_images_maps_when_it_is_picked(browser, base_url, attx):
+    """On a phone, as a reader's browser lays the page out (``browser.raw``), Chapter 10 read
+    to its end transfers at most 600 KB in all, explorer data included, and of the images'
+    maps only the first image's, which the first view shows. Picking image 5 downloads its
+    maps once (picked again, it is drawn from what was kept), and the drawing changes."""
+    data, _ = attx
+    maps = data.meta["maps"]
+    context = browser.raw.new_context(**PHONE, service_workers="block")
+    page = context.new_page()
+    transfers = Transfers(page)
+    wanted: list[str] = []  # the maps files asked for, in order
+    page.on("request", lambda r: wanted.extend(MAPS_FILE.findall(r.url)))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(base_url + CH10, wait_until="load", timeout=30000)
+        scroll_to_the_end(page, transfers)
+        print(f"\n/{CH10} read to the end at 390 px: {transfers.total:,} bytes")
+        assert transfers.total <= READ_TO_THE_END_BYTES, (
+            f"{transfers.total:,} bytes read to the end; largest: {transfers.largest()}"
+        )
+        assert wanted == [maps[0]]
+        root = page.locator(f'.vb-explorer[data-explorer="{ATTX}"]')
+        root.scroll_into_view_if_needed()
+        view = root.locator(".vb2-attx")
+        cv = root.locator("canvas.vb2-attx-canvas")
+        maps_shown(page, 0)
+        before = cv.screenshot()
+        root.locator('button[data-image="4"]').tap()
+        maps_shown(page, 4)
+        assert wanted == [maps[0], maps[4]]
+        assert cv.screenshot() != before
+        assert "Image 5" in say(root)
+        for k in (0, 4):  # both kept: shown again without a download
+            root.locator(f'button[data-image="{k}"]').tap()
+            assert view.get_attribute("data-image") == str(k)  # at once
+            maps_shown(page, k)
+        assert wanted == [maps[0], maps[4]]
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_attention_explorer_says_while_maps_download_and_when_they_fail(browser, base_url, attx):
+    """While an image's maps download, the view keeps the drawing it has and its live region
+    says what it waits for; a download that fails is said (the first image's leaves a
+    placeholder), and picking the image again tries again."""
+    data, exact = attx
+    maps = data.meta["maps"]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    first = f"**/ch10/attention-explorer.{maps[0]}.explorer.bin"
+    fifth = f"**/ch10/attention-explorer.{maps[4]}.explorer.bin"
+    try:
+        page.route(first, lambda route: route.abort())
+        page.goto(base_url + CH10, wait_until="load", timeout=30000)
+        root = live(page, ATTX)
+        view = root.locator(".vb2-attx")
+        live_words = root.locator(".vb-live").filter(has_text="did not download")
+        live_words.wait_for(state="attached", timeout=15000)
+        assert "pick image 1 again" in say(root), say(root)
+        assert view.get_attribute("data-row") is None  # no map drawn from no data
+        page.unroute(first)
+        root.locator('button[data-image="0"]').click()
+        maps_shown(page, 0)
+        assert_row_is_the_models(view, data, exact)
+        # image 5's maps held on their way, then refused
+        held = []
+        page.route(fifth, lambda route: held.append(route))
+        row = view.get_attribute("data-row")
+        root.locator('button[data-image="4"]').click()
+        page.wait_for_selector('.vb2-attx[data-loading="4"]')
+        assert "Loading the attention maps of image 5" in say(root), say(root)
+        assert root.locator('button[data-image="4"]').get_attribute("aria-busy") == "true"
+        assert (view.get_attribute("data-image"), view.get_attribute("data-row")) == ("0", row)
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        held[0].abort()
+        page.wait_for_selector(".vb2-attx:not([data-loading])")
+        words = say(root)
+        assert "did not download" in words and "pick image 5 again to retry" in words, words
+        assert (view.get_attribute("data-image"), view.get_attribute("data-row")) == ("0", row)
+        page.unroute(fifth)
+        root.locator('button[data-image="4"]').click()
+        maps_shown(page, 4)
+        assert_row_is_the_models(view, data, exact)
+        assert not errors, errors
+    finally:
+        context.close()

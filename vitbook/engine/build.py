@@ -168,7 +168,8 @@ def file_names(item: Item) -> list[str]:
     stem = f"ch{item.chapter:02d}/{item.id}"
     names = [f"{stem}{suffix}.{ext}" for _, suffix, formats in variants(item) for ext in formats]
     if item.export_fn is not None:
-        names.append(f"{stem}.explorer.bin")
+        names.append(explorer.file_name(stem))
+        names += [explorer.file_name(stem, part) for part in item.explorer_parts]
     return names
 
 
@@ -242,7 +243,13 @@ def render(item: Item, data: Any) -> dict[str, bytes]:
                 TEXT_SIZES[name] = text_metrics(fig)
             plt.close(fig)
     if item.export_fn is not None:
-        out[next(names)] = explorer.encode(item.export_fn(data))
+        export = item.export_fn(data)
+        if sorted(export.parts) != sorted(item.explorer_parts):
+            raise ValueError(
+                f"{item.key} exports the parts {sorted(export.parts)}; "
+                f"its @export declares {sorted(item.explorer_parts)}"
+            )
+        out.update(explorer.encode_files(item.key, export))
     return out
 
 

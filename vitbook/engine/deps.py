@@ -195,6 +195,8 @@ def _imported_names(root: str) -> frozenset[tuple[str, str]]:
 
 def _is_drawing(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     for dec in fn.decorator_list:
+        if isinstance(dec, ast.Call):  # @<item>.export(parts=...)
+            dec = dec.func
         if isinstance(dec, ast.Attribute) and dec.attr in DRAWING_DECORATORS:
             return True
     return False

@@ -117,6 +117,8 @@ class Item:
     phone_size: tuple[float, float] | None = None
     draw_fn: Callable[..., Any] | None = field(default=None, repr=False)
     export_fn: Callable[[Any], Any] | None = field(default=None, repr=False)
+    #: names of the explorer data's parts, each a file of its own (see :meth:`export`)
+    explorer_parts: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -134,13 +136,27 @@ class Item:
         self.draw_fn = fn
         return fn
 
-    def export(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def export(self, fn: Callable[[Any], Any] | None = None, *, parts: Iterable[str] = ()) -> Any:
         """Decorator: attach ``fn(data) -> ExplorerData``, the data of the in-browser explorer
         that shows this figure interactively (written to ``figures/chNN/<id>.explorer.bin``
-        with the figure's files, under the same key). Only figures can export."""
+        with the figure's files, under the same key). Only figures can export.
+
+        ``@item.export(parts=names)``: the data also comes in parts that the page loads only
+        when it needs them, ``ExplorerData.parts`` with exactly these names (lower-case words
+        joined by '-'), each written to ``figures/chNN/<id>.<name>.explorer.bin``
+        (:mod:`vitbook.engine.explorer`)."""
+        if fn is None:
+            return lambda f: self.export(f, parts=parts)
         if self.export_fn is not None:
             raise ValueError(f"{self.key} already exports explorer data")
+        names = tuple(parts)
+        if not all(ID_RE.match(n) for n in names) or len(set(names)) != len(names):
+            raise ValueError(
+                f"{self.key}: explorer parts must be distinct ids (lower-case words joined by '-')"
+                f": {names}"
+            )
         self.export_fn = fn
+        self.explorer_parts = names
         return fn
 
     def __call__(self, rec: Recorder | None = None) -> Any:

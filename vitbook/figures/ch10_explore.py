@@ -6,7 +6,11 @@ rollout through each layer (``vitbook.analysis.attention_rollout`` over the firs
 all quantised to uint8 in steps of ``1 / LEVELS`` of each row's largest weight, which is
 sent too (``quantise``: an entry is off by at most half a step), plus the images, their
 labels and the model's predictions. The mean over heads is taken in the page from the
-quantised rows. Chapter 6's ``heads`` explorer shows the same data in its second tab."""
+quantised rows. Chapter 6's ``heads`` explorer shows the same data in its second tab.
+
+The maps travel in one file per image (the explorer data's parts, :data:`PARTS`), the images,
+labels and predictions in the main file: the first view downloads only the first image's maps,
+and another image's when the reader picks it (docs/javascripts/explorers/core.js, loadPart)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import torch
 from vitbook import plot, runs
 from vitbook.analysis import attention_rollout
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
-from vitbook.engine import figure
+from vitbook.engine import ExplorerData, figure
 from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED
 from vitbook.explore import explorer_data, image_u8
 
@@ -32,6 +36,10 @@ N_IMAGES = 12
 #: of its map (``explore_rel_err``); uint16 steps of one would do that too at half again the
 #: bytes once compressed.
 LEVELS = 255
+#: The explorer data's parts: image k's maps go to ``attention-explorer.image-<k+1>.explorer.bin``.
+PARTS = tuple(f"image-{k + 1}" for k in range(N_IMAGES))
+#: The arrays of one image's part: its maps as ``quantise`` sends them.
+MAPS = ("attn", "attn_top", "rollout", "rollout_top")
 
 
 def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,6 +56,15 @@ def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def dequantise(q: np.ndarray, top: np.ndarray) -> np.ndarray:
     """The weights the page computes from ``quantise``'s steps and row maxima, in float64."""
     return q.astype(np.float64) * (top.astype(np.float64)[..., None] / LEVELS)
+
+
+def sent_maps(data: ExplorerData) -> dict[str, np.ndarray]:
+    """The maps of every image as the page receives them, read from the explorer data's parts
+    (``vitbook.engine.explorer.read``) and stacked in the order of the images: ``attn``
+    (n, L, H, T, T) and ``rollout`` (n, L, T, T) as uint8 steps, ``attn_top`` and
+    ``rollout_top`` their rows' largest weights."""
+    parts = [data.parts[name].arrays for name in data.meta["maps"]]
+    return {name: np.stack([p[name] for p in parts]) for name in MAPS}
 
 
 def relative_error(w: np.ndarray) -> float:
@@ -129,7 +146,13 @@ def _(d, v):
     return fig
 
 
-@attention_explorer.export
+def _image_maps(d: dict, k: int) -> ExplorerData:
+    """Image k's part: its attention and rollout, quantised, with their rows' largest weights."""
+    attn, rollout = quantise(d["attn"][k]), quantise(d["rollout"][k])
+    return ExplorerData({}, dict(zip(MAPS, (*attn, *rollout), strict=True)))
+
+
+@attention_explorer.export(parts=PARTS)
 def _(d):
     cfg = d["cfg"]
     alpha = inspect.signature(attention_rollout).parameters["residual_alpha"].default
@@ -145,13 +168,11 @@ def _(d):
             "heads": cfg.heads,
             "levels": LEVELS,
             "rollout_alpha": alpha,
+            "maps": list(PARTS),  # image k's maps are in part maps[k]
         },
-        {
-            "images": image_u8(d["images"]),
-            **dict(zip(("attn", "attn_top"), quantise(d["attn"]), strict=True)),
-            **dict(zip(("rollout", "rollout_top"), quantise(d["rollout"]), strict=True)),
-        },
+        {"images": image_u8(d["images"])},
+        {name: _image_maps(d, k) for k, name in enumerate(PARTS)},
     )
 
 
-__all__ = ["attention_explorer", "explorer_attention", "quantise"]
+__all__ = ["attention_explorer", "explorer_attention", "quantise", "sent_maps"]

@@ -192,9 +192,10 @@ def site_explorer(blob: bytes) -> tuple[bytes, dict[str, bytes]]:
     import hashlib
     import json
 
-    from vitbook.engine.explorer import decode
+    from vitbook.engine.explorer import decode, part_files
 
     data = decode(blob)
+    parts = part_files(blob)  # the parts' files keep their names beside this one
     header: dict[str, Any] = {}
     inline: list[bytes] = []
     shared: dict[str, bytes] = {}
@@ -216,7 +217,7 @@ def site_explorer(blob: bytes) -> tuple[bytes, dict[str, bytes]]:
             offset += len(raw) + pad
         header[name] = entry
     head = json.dumps(
-        {"meta": data.meta, "arrays": header, "site": 1},
+        {"meta": data.meta, "arrays": header, "site": 1} | ({"parts": parts} if parts else {}),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,

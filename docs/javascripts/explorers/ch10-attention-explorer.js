@@ -1,37 +1,39 @@
 // ch10/attention-explorer: every attention row of the small ViT pre-trained in Chapter 9, on
-// twelve test images. The data (vitbook/figures/ch10_explore.py) holds each image's attention
-// (n, L, H, T, T) and the rollout through each layer (n, L, T, T) as uint8 steps of
-// 1 / meta.levels of each row's largest weight, which comes beside them (attn_top, rollout_top);
-// the mean over heads is taken here from those rows. Chapter 6's heads explorer mounts the same
-// view in its second tab (mountView with grid: true).
+// twelve test images. The main data file (vitbook/figures/ch10_explore.py) holds the images,
+// their labels and the model's predictions; each image's maps are a part of the data, a file of
+// their own (meta.maps[k] names image k's), loaded when the reader picks the image (core.js,
+// loadPart): its attention (L, H, T, T) and the rollout through each layer (L, T, T) as uint8
+// steps of 1 / meta.levels of each row's largest weight, which comes beside them (attn_top,
+// rollout_top); the mean over heads is taken here from those rows. Chapter 6's heads explorer
+// mounts the same view in its second tab (mountView with grid: true).
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
+import { loadPart } from "./core.js";
 
-/** The rows of the data: row(img, layer, mode, head, q) -> Float64Array(T) of weights. */
-export function attentionRows(data) {
-  const m = data.meta;
-  const [n, L, H, T] = data.arrays.attn.shape;
-  const A = data.arrays.attn.data;
-  const R = data.arrays.rollout.data;
-  const topA = data.arrays.attn_top.data; // (n, L, H, T): each row's largest weight
-  const topR = data.arrays.rollout_top.data; // (n, L, T)
+/** The rows of one image's maps (its part of the data): row(layer, mode, head, q) ->
+ *  Float64Array(T) of weights. */
+export function attentionRows(maps, levels) {
+  const [, H, T] = maps.arrays.attn.shape; // (L, H, T, T)
+  const A = maps.arrays.attn.data;
+  const R = maps.arrays.rollout.data;
+  const topA = maps.arrays.attn_top.data; // (L, H, T): each row's largest weight
+  const topR = maps.arrays.rollout_top.data; // (L, T)
   return {
-    n, L, H, T,
-    row(img, layer, mode, head, q) {
+    row(layer, mode, head, q) {
       const out = new Float64Array(T);
       if (mode === "rollout") {
-        const r = (img * L + layer) * T + q;
-        const step = topR[r] / m.levels;
+        const r = layer * T + q;
+        const step = topR[r] / levels;
         for (let j = 0; j < T; j++) out[j] = R[r * T + j] * step;
       } else if (mode === "mean") {
         for (let hd = 0; hd < H; hd++) {
-          const r = ((img * L + layer) * H + hd) * T + q;
-          const step = topA[r] / m.levels;
+          const r = (layer * H + hd) * T + q;
+          const step = topA[r] / levels;
           for (let j = 0; j < T; j++) out[j] += A[r * T + j] * step;
         }
         for (let j = 0; j < T; j++) out[j] /= H;
       } else {
-        const r = ((img * L + layer) * H + head) * T + q;
-        const step = topA[r] / m.levels;
+        const r = (layer * H + head) * T + q;
+        const step = topA[r] / levels;
         for (let j = 0; j < T; j++) out[j] = A[r * T + j] * step;
       }
       return out;
@@ -60,17 +62,25 @@ export function attentionDistance(row, i, [gh, gw], patch) {
  * the image cut into patches (hover, tap or arrow keys pick a patch) and the attention row of
  * that patch (or of the class token) as a map with its colour bar. With grid: true every
  * layer's and head's map is drawn at once (Chapter 6). The words are written under the
- * canvas and, for screen readers, to ctx's live region.
+ * canvas and, for screen readers, to ctx's live region. An image's maps are downloaded when
+ * it is first picked (the first image's at once): meanwhile the view keeps drawing the image
+ * it has (or, at first, a placeholder) and says what it is waiting for; a failed download is
+ * said, and picking the image again tries again.
  */
 export function mountView(parent, data, ctx, { grid = false } = {}) {
   const m = data.meta;
-  const rows = attentionRows(data);
-  const { n, L, H, T } = rows;
+  const [n, IH, IW] = data.arrays.images.shape;
+  const [L, H] = [m.depth, m.heads];
   const [gh, gw] = m.grid;
   const N = gh * gw;
+  const T = 1 + N;
   const lut = data.arrays.cmap_viridis.data;
-  const [IH, IW] = data.arrays.images.shape.slice(1);
   const state = { img: 0, layer: L - 1, mode: grid ? "head" : "mean", head: 0, cls: false, cursor: (gh >> 1) * gw + (gw >> 1) };
+  const loaded = new Map(); // image -> its rows (attentionRows), once its maps have arrived
+  let rows = null; // the rows of the image shown, state.img (null until its maps arrive)
+  let wanted = null; // the image whose maps are on their way
+  let problem = ""; // why no maps are drawn yet, after a failed download
+  let gone = false;
 
   // one small canvas per test image, drawn once from the exported pixels
   const pictures = [];
@@ -116,8 +126,19 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
   const modeOf = () => state.mode;
   const what = (layer, mode, head) =>
     mode === "rollout" ? `rollout through layer ${layer + 1}` : mode === "mean" ? `layer ${layer + 1}, mean over heads` : `layer ${layer + 1}, head ${head + 1}`;
-  const current = () => rows.row(state.img, state.layer, modeOf(), state.head, query());
+  const current = () => rows.row(state.layer, modeOf(), state.head, query());
   let layout = null;
+  // what stands where the maps go until the first image's maps are here
+  const placeholder = () => problem ? `Image ${state.img + 1}'s maps did not download` : `Loading image ${wanted + 1}'s maps…`;
+  function drawPlaceholder(g, x0, y0, w, side, c) {
+    g.strokeStyle = c.grid;
+    g.lineWidth = 1;
+    g.strokeRect(x0 + 0.5, y0 + 0.5, w - 1, side - 1);
+    g.fillStyle = c.muted;
+    g.textAlign = "center";
+    g.textBaseline = "middle";
+    g.fillText(placeholder(), x0 + w / 2, y0 + side / 2, w - 8);
+  }
 
   function drawMap(g, row, x0, y0, side, lo, hi, c) {
     const cw = side / gw;
@@ -195,10 +216,12 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
       g.strokeStyle = c.highlight;
       const cw = side / gw;
       g.strokeRect((state.cursor % gw) * cw + 1, 18 + Math.floor(state.cursor / gw) * cw + 1, cw - 2, cw - 2);
-      const row = current();
-      const [lo, hi] = rangeOf(row);
-      drawMap(g, row, side + gap, 18, side, lo, hi, c);
-      drawBar(g, side + gap, 18 + side + 6, side, lo, hi, c, "weight");
+      if (rows) {
+        const row = current();
+        const [lo, hi] = rangeOf(row);
+        drawMap(g, row, side + gap, 18, side, lo, hi, c);
+        drawBar(g, side + gap, 18 + side + 6, side, lo, hi, c, "weight");
+      } else drawPlaceholder(g, side + gap, 18, side, side, c);
       layout.push([0, 18, side], [side + gap, 18, side]);
     } else {
       // the image, then one small map per layer (rows) and head (columns), one colour bar each
@@ -224,11 +247,12 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
       g.textAlign = "left";
       const r = Math.floor(state.cursor / gw);
       g.fillText(state.cls ? "the class token's rows" : `query patch (${r + 1}, ${(state.cursor % gw) + 1})`, img + 10, 0);
-      for (let l = 0; l < L; l++) {
+      if (!rows) drawPlaceholder(g, lab, img + 24, W - lab, L * rowH - 30, c);
+      for (let l = 0; rows && l < L; l++) {
         for (let hd = 0; hd < H; hd++) {
           const x0 = lab + hd * (side + 6);
           const y0 = img + 24 + l * rowH;
-          const row = rows.row(state.img, l, "head", hd, query());
+          const row = rows.row(l, "head", hd, query());
           const [lo, hi] = rangeOf(row);
           if (l === 0) {
             g.fillStyle = c.fg;
@@ -249,6 +273,26 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
   });
 
   function describe(words = "") {
+    ui.dataset.image = String(state.img);
+    if (wanted === null) delete ui.dataset.loading;
+    else ui.dataset.loading = String(wanted);
+    for (const [k, btn] of picks.entries()) {
+      btn.setAttribute("aria-pressed", String(k === state.img));
+      if (k === wanted) btn.setAttribute("aria-busy", "true");
+      else btn.removeAttribute("aria-busy");
+    }
+    rollBtn.setAttribute("aria-pressed", String(state.mode === "rollout"));
+    clsBtn.setAttribute("aria-pressed", String(state.cls));
+    headSel.disabled = state.mode === "rollout";
+    title.textContent = `Image ${state.img + 1}: ${verdict(state.img)}.`;
+    const pending = wanted === null ? "" : `Loading the attention maps of image ${wanted + 1}. `;
+    if (!rows) {
+      delete ui.dataset.row;
+      readout.textContent = `${words}${pending}${problem}`;
+      ctx.say(readout.textContent);
+      return;
+    }
+    words = `${words}${pending}`;
     const row = current();
     let best = 1;
     for (let j = 2; j < T; j++) if (row[j] > row[best]) best = j;
@@ -256,22 +300,16 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     const r = Math.floor(state.cursor / gw);
     const col = state.cursor % gw;
     const b = best - 1;
-    ui.dataset.image = String(state.img);
     ui.dataset.layer = String(state.layer);
     ui.dataset.mode = modeOf();
     ui.dataset.head = String(state.head);
     ui.dataset.query = String(query());
     ui.dataset.row = JSON.stringify(Array.from(row));
-    for (const [k, btn] of picks.entries()) btn.setAttribute("aria-pressed", String(k === state.img));
-    rollBtn.setAttribute("aria-pressed", String(state.mode === "rollout"));
-    clsBtn.setAttribute("aria-pressed", String(state.cls));
-    headSel.disabled = state.mode === "rollout";
-    title.textContent = `Image ${state.img + 1}: ${verdict(state.img)}.`;
     const who = state.cls ? "The class token" : `Patch (${r + 1}, ${col + 1})`;
     const mapName = grid ? `every layer and head` : what(state.layer, modeOf(), state.head);
     const text = grid
       ? `${words}Image ${state.img + 1}: ${who.toLowerCase()}'s row in ${mapName}; the weight on patch (${r + 1}, ${col + 1})${state.cls ? "" : " and the attention distance"}, heads 1 to ${H}: ${Array.from({ length: L }, (_, l) => `layer ${l + 1}: ${Array.from({ length: H }, (_, hd) => {
-          const rw = rows.row(state.img, l, "head", hd, query());
+          const rw = rows.row(l, "head", hd, query());
           return state.cls ? f3(rw[1 + state.cursor]) : `${f3(rw[1 + state.cursor])} ${attentionDistance(rw, state.cursor, m.grid, m.patch).toFixed(1)} px`;
         }).join(", ")}`).join("; ")}.`
       : `${words}Image ${state.img + 1}, ${mapName}: ${who}'s row puts ${f3(row[0])} on the class token and at most ${f3(row[best])} on patch (${Math.floor(b / gw) + 1}, ${(b % gw) + 1})${state.cls ? `, ${f3(row[1 + state.cursor])} on patch (${r + 1}, ${col + 1})` : ""}. Colour bar ${f3(lo)} to ${f3(hi)}.`;
@@ -281,6 +319,34 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
   function update(words) {
     paint();
     describe(words);
+  }
+
+  /** Show image k: at once if its maps are here, else once they have arrived. */
+  function choose(k) {
+    const have = loaded.get(k);
+    if (have) {
+      [state.img, rows, wanted, problem] = [k, have, null, ""];
+      update();
+      return;
+    }
+    if (wanted === k) return; // on its way
+    [wanted, problem] = [k, ""];
+    if (!rows) state.img = k;
+    update();
+    loadPart(data, m.maps[k]).then(
+      (maps) => {
+        loaded.set(k, attentionRows(maps, m.levels));
+        if (!gone && wanted === k) choose(k);
+      },
+      (err) => {
+        if (gone || wanted !== k) return;
+        wanted = null;
+        const why = /HTTP \d+/.exec(err.message);
+        const words = `The attention maps of image ${k + 1} did not download (${why ? `the server answered ${why[0]}` : "the request failed"}); pick image ${k + 1} again to retry. `;
+        if (!rows) problem = words;
+        update(rows ? words : "");
+      },
+    );
   }
 
   function at(ev) {
@@ -318,12 +384,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     } else return;
     ev.preventDefault();
   });
-  for (const [k, b] of picks.entries()) {
-    ctx.listen(b, "click", () => {
-      state.img = k;
-      update();
-    });
-  }
+  for (const [k, b] of picks.entries()) ctx.listen(b, "click", () => choose(k));
   ctx.listen(layerSel, "change", () => {
     state.layer = Number(layerSel.value);
     update();
@@ -350,8 +411,9 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
   ctx.listen(parent, "vb2-show", () => update()); // Chapter 6 shows its tab again
   const ro = new ResizeObserver(() => paint());
   ro.observe(ui);
-  update();
+  choose(state.img);
   return () => {
+    gone = true;
     ro.disconnect();
     ui.remove();
   };

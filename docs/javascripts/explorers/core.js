@@ -11,7 +11,9 @@ const VIEWS = {
 };
 
 /**
- * Read figures/chNN/<id>.explorer.bin: {meta, arrays: {name: {data: TypedArray, shape}}}.
+ * Read figures/chNN/<id>.explorer.bin: {meta, arrays: {name: {data: TypedArray, shape}}, parts}.
+ * parts maps the name of each part of the data (a file of its own that the page loads only
+ * when it needs it: loadPart) to its address.
  *
  * The built site serves it as vitbook/site/hooks.py (site_explorer) writes it: gzip-compressed
  * (a host sends a .bin file as it is; the browser inflates it here), its large arrays in files
@@ -38,18 +40,35 @@ export async function loadExplorerData(url) {
       arrays[name] = { data: new View(unfilter(h.filter, bytes, h.shape, View)), shape: h.shape };
     }),
   );
-  return { meta: header.meta, arrays };
+  const parts = Object.fromEntries(Object.entries(header.parts || {}).map(([name, file]) => [name, new URL(file, where).href]));
+  return { meta: header.meta, arrays, parts };
+}
+
+/**
+ * One part of an explorer's data (see loadExplorerData), read as loadExplorerData reads a file:
+ * downloaded once for the page, whoever asks; a failed download is tried again when asked again.
+ */
+export function loadPart(data, name) {
+  const url = data.parts[name];
+  if (!url) return Promise.reject(new Error(`the explorer data has no part ${name}`));
+  return once(partData, url, loadExplorerData);
 }
 
 const files = new Map(); // URL of a shared array file -> its bytes, inflated (a promise)
+const partData = new Map(); // URL of a part's file -> its data (a promise)
 
 function shared(url) {
-  if (!files.has(url)) {
-    const got = fetchBytes(url);
-    got.catch(() => files.delete(url)); // a failed download is tried again next time
-    files.set(url, got);
+  return once(files, url, fetchBytes);
+}
+
+/** load(url), remembered in store; forgotten if it fails, so that asking again retries. */
+function once(store, url, load) {
+  if (!store.has(url)) {
+    const got = load(url);
+    got.catch(() => store.delete(url));
+    store.set(url, got);
   }
-  return files.get(url);
+  return store.get(url);
 }
 
 async function fetchBytes(url) {
