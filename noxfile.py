@@ -118,7 +118,7 @@ def serve(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     install(session)
     env = dict(ENV, PLAYWRIGHT_BROWSERS_PATH="0")
-    for name in ("CI", "VITBOOK_CHROMIUM", "VITBOOK_AXE"):
+    for name in ("CI", "VITBOOK_CHROMIUM", "VITBOOK_ROTATION"):
         if os.environ.get(name):
             env[name] = os.environ[name]
     args = list(session.posargs)

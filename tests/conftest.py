@@ -18,25 +18,38 @@ from vitbook.site import local
 SITE_FIXTURES = {"site", "base_url", "browser"}
 
 
+#: Slow files that need no site, run by the other worker while the first site file builds it.
+BESIDE_THE_SITE_BUILD = ("tests/test_engine.py", "tests/test_robustness.py")
+#: The rebuild of every item and the retrained shard (minutes on both cores), run last.
+LAST = "tests/test_book_build.py"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files in the order that keeps two workers busy (``nox -s tests`` runs the suite with
-    pytest-xdist, ``--dist loadfile --no-loadscope-reorder``: each test file on one worker, the
-    files handed out in this order): the rebuild of every item and the retrained shard first
-    (minutes of training), then the files that need the built site (the first of them builds
-    it while the other worker trains), then the other slow files, then the quick ones, which
-    fill the gaps at the end. The order within a file is kept."""
+    """Files in the order that keeps two workers busy without crowding the two cores
+    (``nox -s tests`` runs the suite with pytest-xdist, ``--dist loadfile
+    --no-loadscope-reorder``: each test file on one worker, the files handed out in this
+    order): the first file that needs the built site (its worker builds the site, on about one
+    and a half cores) while the other worker runs slow single-process files; then the other
+    site files, the other slow files and the quick ones; last the rebuild of every item and
+    the retrained shard, which trains on both cores and so runs alone at the end (beside the
+    site build it slowed both by half). The order within a file is kept."""
     files: dict[str, set[str]] = {}
     for item in items:
         marks = files.setdefault(item.nodeid.split("::")[0], set())
         marks.update(SITE_FIXTURES & set(item.fixturenames))
         marks.update(m.name for m in item.iter_markers() if m.name == "slow")
+    site_files = [f for f, marks in files.items() if marks & SITE_FIXTURES]
 
     def rank(item) -> int:
         path = item.nodeid.split("::")[0]
-        if path == "tests/test_book_build.py":
-            return 0
         marks = files[path]
-        return 1 if marks & SITE_FIXTURES else 2 if "slow" in marks else 3
+        if site_files and path == site_files[0]:
+            return 0
+        if path in BESIDE_THE_SITE_BUILD:
+            return 1 + BESIDE_THE_SITE_BUILD.index(path)
+        if path == LAST:
+            return 9
+        return 4 if marks & SITE_FIXTURES else 5 if "slow" in marks else 6
 
     items.sort(key=rank)
 

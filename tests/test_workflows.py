@@ -111,6 +111,12 @@ def test_frozen_runs_are_retrained_on_a_schedule_in_shards() -> None:
     assert shards == list(range(1, len(shards) + 1)) and len(shards) > 1
     run = " ".join(s.get("run", "") for s in wf["jobs"]["runs"]["steps"])
     assert f'--shard "$SHARD/{len(shards)}"' in run
+    # the whole suite, with every check that rotates per commit run in every variant
+    pages = wf["jobs"]["items-and-pages"]
+    assert pages["env"]["VITBOOK_ROTATION"] == "all"
+    commands = [s["run"].split("\n") for s in pages["steps"] if "run" in s]
+    assert ["nox -s tests"] in [[c.strip() for c in cmd if c.strip().startswith("nox")]
+                                for cmd in commands]  # fmt: skip
 
 
 def test_dependabot_watches_actions_python_and_npm_pins() -> None:

@@ -27,19 +27,11 @@ RUN_JS = """async (tags) => {
 
 
 def rotation(pages: list[tuple[str, str]]) -> list[tuple[str, str, str, int]]:
-    """The audits of this run: ``(title, url, theme, width)``. Every combination of theme and
-    width when ``$VITBOOK_AXE`` is ``all``; otherwise one per page, page ``i`` taking
-    combination ``(i + commit)`` modulo their number, so that consecutive commits audit every
-    page in every combination in turn and each run still audits every page."""
-    import os
-
-    from vitbook.engine.cli import commit_index
-
+    """The audits of this run, ``(title, url, theme, width)``: each page in one combination of
+    theme and width that rotates with the commit, every combination in the weekly run
+    (``sitebuild.rotation``)."""
     combos = [(t, w) for t in THEMES for w in WIDTHS]
-    if os.environ.get("VITBOOK_AXE") == "all":
-        return [(title, url, t, w) for title, url in pages for t, w in combos]
-    k = commit_index()
-    return [(title, url, *combos[(i + k) % len(combos)]) for i, (title, url) in enumerate(pages)]
+    return [(title, url, *combo) for (title, url), combo in sitebuild.rotation(pages, combos)]
 
 
 def axe_source() -> str:

@@ -98,6 +98,19 @@ def sitemap_pages(site: Path) -> list[str]:
     return urls
 
 
+def rotation(items: list, combos: list) -> list[tuple]:
+    """``(item, combo)`` pairs a run checks: every item in every combination when
+    ``$VITBOOK_ROTATION`` is ``all`` (the weekly run, .github/workflows/verify.yml); otherwise
+    each item once, item ``i`` in combination ``(i + commit) % len(combos)``, so that every run
+    checks every item and consecutive commits go through every combination of each in turn."""
+    from vitbook.engine.cli import commit_index
+
+    if os.environ.get("VITBOOK_ROTATION") == "all":
+        return [(item, combo) for item in items for combo in combos]
+    k = commit_index()
+    return [(item, combos[(i + k) % len(combos)]) for i, item in enumerate(items)]
+
+
 _BUILT: dict[str, Path] = {}
 #: True once this session's own build (not ``$VITBOOK_SITE``) ran without a network.
 BUILT_OFFLINE: dict[str, bool] = {}

@@ -1,9 +1,11 @@
 """How large figure text is displayed. The engine records, per figure file, its width in
-inches and its smallest font size; every page is opened at a phone's width (390 px) and a
+inches and its smallest font size; every page is opened at a phone's width (390 px) or a
 desktop's (1280 px), in both themes, and for every figure image shown the smallest text is
 computed from the file actually chosen (``img.currentSrc``) and the width it is shown at. At
 390 px that file must be the phone variant, at 1280 the desktop one; and the page at 390 px
-stays under the page-weight budget."""
+stays under the page-weight budget. Each run opens every page at one of the two widths, which
+alternates with the commit (``sitebuild.rotation``: consecutive commits cover both), and at
+both with ``VITBOOK_ROTATION=all`` (the weekly run)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def test_text_metrics_give_width_and_smallest_visible_font() -> None:
 MIN_TEXT_PX = 9.0
 WIDTHS = (390, 1280)
 PAGES = [url for _, url in sitebuild.nav_pages()]
+#: ``(url, width)`` opened by this run: every page at one width, alternating with the commit
+VIEWS = sitebuild.rotation(PAGES, list(WIDTHS))
 ROOT = Path(__file__).resolve().parents[2]
 #: Every measured figure image: (width, scheme, page, file) -> displayed px of its smallest text.
 MEASURED: dict[tuple[int, str, str, str], float] = {}
@@ -116,8 +120,9 @@ def measure(page, manifest: dict, width: int, scheme: str, url: str) -> list[str
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("url", PAGES, ids=[u.rstrip("/") or "home" for u in PAGES])
+@pytest.mark.parametrize(
+    ("url", "width"), VIEWS, ids=[f"{u.rstrip('/') or 'home'}-{w}" for u, w in VIEWS]
+)
 def test_figure_text_is_at_least_9px(browser, base_url, url: str, width: int) -> None:
     manifest = json.loads((ROOT / "figures/manifest.json").read_text())
     context = browser.new_context(

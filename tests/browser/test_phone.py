@@ -1,9 +1,10 @@
 """A reader on a phone (issue 25): every chapter at 390 px, and the explorers with bad input.
 
 * every display formula fits the screen at its full size (a formula too wide has a second
-  layout, broken into lines, that phones show: vitbook/site/math.py), none scaled down;
+  layout, broken into lines, that phones show: vitbook/site/math.py), none scaled down, and
+  every numbered equation fits the column with its number in view;
 * every table wider than the screen scrolls inside its box, which shows a shade at the edge
-  that has more; nothing is cut off;
+  that has more; nothing is cut off (one visit per chapter serves these three checks);
 * an explorer's data is downloaded when the explorer comes near the screen, not on load;
 * a chapter transfers at most 400 KB on a first visit and 600 KB in all once scrolled to its
   end, explorers and their data included;
@@ -90,20 +91,38 @@ FORMULAS_JS = """() => {
 
 @pytest.mark.parametrize("url", CHAPTERS)
 def test_display_formulas_fit_a_phone_at_full_size(browser, base_url, url) -> None:
-    context, page, _ = phone_page(browser, base_url, url)
-    try:
-        wait_rendered(page)
-        found = page.evaluate(FORMULAS_JS)
-        overflow = page.evaluate(
-            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
-    finally:
-        context.close()
+    seen = measured(browser, base_url, url)
+    found = seen["formulas"]
     wide = [f for f in found if f["right"] > 390 + 0.5 or f["left"] < -0.5]
     small = [f for f in found if f["scale"] < 0.99]
     assert not wide, f"/{url}: formulas wider than a 390 px screen: {wide}"
     assert not small, f"/{url}: formulas drawn smaller than the text around them: {small}"
-    assert overflow <= 1, f"/{url}: the page scrolls sideways at 390 px"
+    assert seen["overflow"] <= 1, f"/{url}: the page scrolls sideways at 390 px"
+
+
+# the formula a reader sees: a wide one has a phone layout beside it, and one of them is hidden
+EQUATIONS_JS = """() => [...document.querySelectorAll('.vb-equation')].map(e => {
+    const body = e.querySelector('.vb-eq-body');
+    const svg = [...body.querySelectorAll('mjx-container > svg')]
+        .find(s => s.getClientRects().length);
+    const num = e.querySelector('.vb-eq-number').getBoundingClientRect();
+    const b = body.getBoundingClientRect(), s = svg.getBoundingClientRect();
+    return {id: e.id, numLeft: num.left, numRight: num.right, numWidth: num.width,
+            bodyRight: b.right, svgLeft: s.left, svgRight: s.right, svgWidth: s.width,
+            overflow: body.scrollWidth - body.clientWidth};
+})"""
+
+
+@pytest.mark.parametrize("url", CHAPTERS)
+def test_numbered_equations_fit_the_column_with_their_number(browser, base_url, url) -> None:
+    for e in measured(browser, base_url, url)["equations"]:
+        assert e["numWidth"] > 0 and 0 <= e["numLeft"] and e["numRight"] <= 390, (
+            f"/{url}#{e['id']}: the equation number is off-screen at 390 px: {e}"
+        )
+        assert e["svgWidth"] > 40 and e["svgLeft"] >= 0 and e["svgRight"] <= e["bodyRight"] + 1, (
+            f"/{url}#{e['id']}: the formula does not fit the column at 390 px: {e}"
+        )
+        assert e["overflow"] <= 1, f"/{url}#{e['id']}: the formula is cut off: {e}"
 
 
 def test_a_formula_too_wide_for_a_phone_has_a_phone_layout(site: Path) -> None:
@@ -149,15 +168,35 @@ MATH_SCALE_JS = """() => [...document.querySelectorAll(
 })"""
 
 
+_MEASURED: dict[str, dict] = {}
+
+
+def measured(browser, base_url: str, url: str) -> dict:
+    """One visit per chapter at 390 px, every block laid out, serving the tests of formulas,
+    numbered equations and tables: what FORMULAS_JS, EQUATIONS_JS, TABLES_JS and MATH_SCALE_JS
+    find, and how far the page scrolls sideways."""
+    if url not in _MEASURED:
+        context, page, _ = phone_page(browser, base_url, url)
+        try:
+            wait_rendered(page)
+            _MEASURED[url] = {
+                "formulas": page.evaluate(FORMULAS_JS),
+                "equations": page.evaluate(EQUATIONS_JS),
+                "overflow": page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                ),
+                "tables": page.evaluate(TABLES_JS),  # scrolls each table and back
+                "math": page.evaluate(MATH_SCALE_JS),
+            }
+        finally:
+            context.close()
+    return _MEASURED[url]
+
+
 @pytest.mark.parametrize("url", CHAPTERS)
 def test_wide_tables_scroll_in_their_box_with_a_cue(browser, base_url, url) -> None:
-    context, page, _ = phone_page(browser, base_url, url)
-    try:
-        wait_rendered(page)
-        tables = page.evaluate(TABLES_JS)
-        math = page.evaluate(MATH_SCALE_JS)
-    finally:
-        context.close()
+    seen = measured(browser, base_url, url)
+    tables, math = seen["tables"], seen["math"]
     # math in a narrow column keeps its size (it once shrank to 8 px); the table scrolls instead
     assert all(k > 0.97 for k in math), f"/{url}: math in a table drawn at {min(math):.0%}"
     for t in tables:
