@@ -19,7 +19,12 @@ SITE_FIXTURES = {"site", "base_url", "browser"}
 
 
 #: Slow files that need no site, run by the other worker while the first site file builds it.
-BESIDE_THE_SITE_BUILD = ("tests/test_engine.py", "tests/test_robustness.py")
+BESIDE_THE_SITE_BUILD = (
+    "tests/test_engine.py",
+    "tests/test_robustness.py",
+    "tests/test_reproducibility.py",
+    "tests/test_portable.py",
+)
 #: The rebuild of every item and the retrained shard (minutes on both cores), run last.
 LAST = "tests/test_book_build.py"
 
@@ -48,8 +53,8 @@ def pytest_collection_modifyitems(config, items):
         if path in BESIDE_THE_SITE_BUILD:
             return 1 + BESIDE_THE_SITE_BUILD.index(path)
         if path == LAST:
-            return 9
-        return 4 if marks & SITE_FIXTURES else 5 if "slow" in marks else 6
+            return 99
+        return 10 if marks & SITE_FIXTURES else 11 if "slow" in marks else 12
 
     items.sort(key=rank)
 

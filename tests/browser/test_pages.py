@@ -29,7 +29,10 @@ CHAPTER_BYTES = 400 * 1024
 EXPLORER_PART = re.compile(r"\.explorer\.bin$|/figures/data/|/javascripts/explorers/")
 PAGE_BYTES = 600 * 1024
 SCREENSHOTS = {"", "02-patches/", "10-inside-a-trained-vit/", "lab-tinyvit8/"}
-STEP_PX = 900
+#: One wheel step: two screens, within the reach of lazy images (Chromium starts loading an
+#: image at least 1,250 px before it comes into view) and of the explorers (they mount one
+#: screen ahead, docs/javascripts/explorers/index.js), so nothing is passed over unloaded.
+STEP_PX = 1800
 
 # An explorer that mounted hides its static figure (the fallback for print, search and readers
 # without JavaScript): such images are left out of the "shown" checks, not of the load check.
