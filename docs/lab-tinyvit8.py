@@ -62,6 +62,7 @@ from torch import nn
 from vitbook.data.digits import digits_split
 from vitbook.notebook import show  # plots in the page's theme, with alt text
 
+torch.set_num_threads(1)  # small tensors: one thread is as fast and shares the CPU
 torch.manual_seed(42)
 x_train, y_train, x_test, y_test = digits_split()  # 80/20 split, random_state 42
 print("train:", tuple(x_train.shape), "test:", tuple(x_test.shape))

@@ -58,6 +58,7 @@ from vitbook.model import VisionTransformer, preset
 from vitbook.notebook import show  # plots in the page's theme, with alt text
 from vitbook.patches import patchify, unpatchify
 
+torch.set_num_threads(1)  # small tensors: one thread is as fast and shares the CPU
 x_train, y_train, x_test, y_test = digits_split()
 
 
