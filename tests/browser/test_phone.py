@@ -4,7 +4,9 @@
   layout, broken into lines, that phones show: vitbook/site/math.py), none scaled down, and
   every numbered equation fits the column with its number in view;
 * every table wider than the screen scrolls inside its box, which shows a shade at the edge
-  that has more; nothing is cut off (one visit per chapter serves these three checks);
+  that has more; nothing is cut off; inline code in a box keeps nearly the box's text size, and
+  a listing's copy button covers neither its first line nor its title (one visit per chapter
+  serves these four checks);
 * an explorer's data is downloaded when the explorer comes near the screen, not on load;
 * a chapter transfers at most 400 KB on a first visit and 600 KB in all once scrolled to its
   end, explorers and their data included;
@@ -187,10 +189,59 @@ def measured(browser, base_url: str, url: str) -> dict:
                 ),
                 "tables": page.evaluate(TABLES_JS),  # scrolls each table and back
                 "math": page.evaluate(MATH_SCALE_JS),
+                "code": page.evaluate(CODE_JS),
             }
         finally:
             context.close()
     return _MEASURED[url]
+
+
+#: Inline code in boxes (admonitions, questions) against the text around it; and each listing's
+#: copy button (Material's .md-code__nav) against its first line and its title bar.
+CODE_JS = """() => {
+    const px = (el) => parseFloat(getComputedStyle(el).fontSize);
+    const inline = [...document.querySelectorAll(
+            'article .admonition :not(pre) > code, article details :not(pre) > code')]
+        .filter(c => c.getClientRects().length)
+        .map(c => ({text: c.textContent.slice(0, 30), code: px(c), around: px(c.parentElement)}));
+    const listings = [...document.querySelectorAll('article .highlight > pre')]
+        .filter(p => p.getClientRects().length && p.querySelector(':scope > .md-code__nav'))
+        .map(p => {
+            const nav = p.querySelector(':scope > .md-code__nav').getBoundingClientRect();
+            const code = p.querySelector(':scope > code');
+            const first = code.getBoundingClientRect().top
+                + parseFloat(getComputedStyle(code).paddingTop);
+            const head = p.previousElementSibling;
+            const title = head && head.matches('.filename') ? head : null;
+            let bar = null;
+            if (title) {
+                const range = document.createRange();
+                range.selectNodeContents(title);
+                const r = title.getBoundingClientRect();
+                const text = range.getBoundingClientRect();
+                bar = {top: r.top, bottom: r.bottom, textRight: text.right};
+            }
+            return {where: (title || code).textContent.slice(0, 40), top: nav.top,
+                    bottom: nav.bottom, left: nav.left, firstLine: first, bar};
+        });
+    return {inline, listings};
+}"""
+
+
+@pytest.mark.parametrize("url", CHAPTERS + [u for _, u in sitebuild.nav_pages() if "building" in u])
+def test_code_in_boxes_is_readable_and_copy_buttons_clear_the_code(browser, base_url, url) -> None:
+    code = measured(browser, base_url, url)["code"]
+    for c in code["inline"]:  # Material's 0.85 of a box's text was 10.9 px on a phone
+        assert c["code"] >= 0.9 * c["around"], f"/{url}: {c} (inline code px, text px)"
+    for n in code["listings"]:
+        # the button ends above the first line: in the title bar, or above the first line
+        assert n["bottom"] <= n["firstLine"] + 0.5, f"/{url}: copy button over the first line {n}"
+        if n["bar"]:
+            bar = n["bar"]
+            assert bar["top"] - 0.5 <= n["top"] and n["bottom"] <= bar["bottom"] + 0.5, (
+                f"/{url}: copy button outside its title bar {n}"
+            )
+            assert bar["textRight"] <= n["left"], f"/{url}: copy button over the title {n}"
 
 
 @pytest.mark.parametrize("url", CHAPTERS)

@@ -281,7 +281,9 @@ def sincos_similarity(rec):
 
 @sincos_similarity.draw
 def _(data, v):
-    c = plot.colors(v)
+    # the chosen patch's outline on the viridis map: the light theme's strong orange in both
+    # themes (the dark page's pale orange all but vanished on the map's yellow end)
+    mark = plot.colors("light")["highlight"]
     fig, axes = plot.subplots(v, 2, len(CHOSEN), phone_cols=2)
     phone = plot.is_phone(v)
     lo = min(float(data[k].min()) for k in ("1d", "2d"))
@@ -289,7 +291,7 @@ def _(data, v):
         for col, (r, cc) in enumerate(CHOSEN):
             ax = axes[row, col]
             im = ax.imshow(data[key][col], cmap="viridis", vmin=lo, vmax=1, interpolation="nearest")
-            ax.plot(cc, r, marker="s", ms=7, mfc="none", mec=c["highlight"], mew=2)
+            ax.plot(cc, r, marker="s", ms=7, mfc="none", mec=mark, mew=2)
             ax.set_xticks([0, 13])
             ax.set_yticks([0, 13])
             ax.tick_params(labelsize=8, length=2)
@@ -426,11 +428,13 @@ def learned_pos(rec):
 
 @learned_pos.draw
 def _(data, v):
-    c = plot.colors(v)
+    # the chosen patch's outline on the viridis map: the light theme's strong orange in both
+    # themes (the dark page's pale orange all but vanished on the map's yellow end)
+    mark = plot.colors("light")["highlight"]
     fig, axes = plot.subplots(v, 1, len(data["picks"]), phone_cols=2)
     for ax, m, (r, cc) in zip(axes, data["maps"], data["picks"], strict=True):
         im = ax.imshow(m, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
-        ax.plot(cc, r, marker="s", ms=8, mfc="none", mec=c["highlight"], mew=2)
+        ax.plot(cc, r, marker="s", ms=8, mfc="none", mec=mark, mew=2)
         ax.set_xticks([0, m.shape[1] - 1])
         ax.set_yticks([0, m.shape[0] - 1])
         ax.tick_params(labelsize=8, length=2)

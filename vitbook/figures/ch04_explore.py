@@ -62,7 +62,9 @@ def position_similarity(rec):
 
 @position_similarity.draw
 def _(d, v):
-    c = plot.colors(v)
+    # the chosen patch's outline on the viridis map: the light theme's strong orange in both
+    # themes (the dark page's pale orange all but vanished on the map's yellow end)
+    mark = plot.colors("light")["highlight"]
     tables = d["tables"]
     fig, axes = plot.subplots(v, 1, len(tables), phone_cols=2)
     im = None
@@ -70,7 +72,7 @@ def _(d, v):
         gh, gw = t["grid"]
         i = (gh // 2) * gw + gw // 2
         im = ax.imshow(t["sim"][i].reshape(gh, gw), cmap="viridis", vmin=-1, vmax=1)
-        ax.plot(gw // 2, gh // 2, marker="s", ms=7, mfc="none", mec=c["highlight"], mew=2)
+        ax.plot(gw // 2, gh // 2, marker="s", ms=7, mfc="none", mec=mark, mew=2)
         ax.set_xticks([0, gw - 1])
         ax.set_yticks([0, gh - 1])
         ax.tick_params(labelsize=8, length=2)

@@ -529,11 +529,13 @@ def _(d, v):
     ax.axvline(0, color=c["grid"], lw=0.8, zorder=0)
     xm, ym = d["min"]
     ax.plot([xm], [ym], "o", color=c["orange"], zorder=5)
+    # in the empty upper left, clear of both axes lines and of the curves
     ax.annotate(
-        f"minimum ({xm:.3f}, {ym:.3f})",
+        f"minimum\n({xm:.3f}, {ym:.3f})",
         (xm, ym),
-        xytext=(-2.6, 1.1),
+        xytext=(-3.8, 0.8),
         fontsize=8.5,
+        va="bottom",
         color=c["orange"],
         arrowprops={"arrowstyle": "->", "color": c["orange"], "lw": 1},
     )
@@ -552,12 +554,14 @@ def _(d, v):
     bx.text(
         -3.8, 0.9, "ReLU: slope 0 for x < 0,\n1 for x > 0", color=c["muted"], fontsize=8.5, va="top"
     )
+    # below the curves on the right, where GELU's slope is already above 1
     bx.text(
-        0.35,
-        0.45,
-        f"GELU: smooth; negative\nfor x < {d['min'][0]:.2f}, positive\nbetween there and 0",
+        0.9,
+        0.12,
+        f"GELU: smooth;\nnegative for\nx < {d['min'][0]:.2f},\npositive between\nthere and 0",
         color=c["blue"],
         fontsize=8.5,
+        va="bottom",
     )
     bx.set_xlim(-4, 3)
     bx.set_ylim(-0.25, 1.25)

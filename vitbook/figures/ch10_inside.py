@@ -430,9 +430,10 @@ def _(d, v):
             if key is None:
                 plot.show_image(ax, d["images"][j])
                 ok = d["labels"][j] == d["preds"][j]
-                ax.set_title(f"{d['labels'][j]}\n(model: {d['preds'][j]})", fontsize=8,
-                             loc="center", fontweight="normal",
-                             color=c["fg"] if ok else c["red"])  # fmt: skip
+                # a phone's columns are narrower than "(model: diamond)": no brackets there
+                said = plot.pick(v, f"(model: {d['preds'][j]})", f"model: {d['preds'][j]}")
+                ax.set_title(f"{d['labels'][j]}\n{said}", fontsize=8, loc="center",
+                             fontweight="normal", color=c["fg"] if ok else c["red"])  # fmt: skip
                 edge = c["fg"]
             else:
                 # the map alone, in grey levels: its intensity cannot pass for an object's colour

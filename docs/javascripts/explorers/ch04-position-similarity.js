@@ -41,7 +41,9 @@ export function mount(root, data, ctx) {
         g.fillStyle = viridis.css((row[i] - vmin) / (vmax - vmin));
         g.fillRect(map.x + (i % gw) * cw, map.y + Math.floor(i / gw) * ch, Math.ceil(cw), Math.ceil(ch));
       }
-      g.strokeStyle = c.highlight;
+      // the light theme's strong orange in both themes, as the chapter's figures draw it (the
+      // dark page's pale orange all but vanished on the map's yellow end)
+      g.strokeStyle = data.meta.palette.light.highlight;
       g.lineWidth = 3;
       g.strokeRect(map.x + (index % gw) * cw + 1.5, map.y + Math.floor(index / gw) * ch + 1.5, cw - 3, ch - 3);
       const steps = Math.ceil(bar.h);

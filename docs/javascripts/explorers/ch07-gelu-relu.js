@@ -15,9 +15,23 @@ export function mount(root, data, ctx) {
   const ui = h("div", { class: "vb2-ui vb2-gelu" }, cv, read);
   root.prepend(ui);
   const range = (arr) => [Math.min(...arr), Math.max(...arr)];
+  // each series' label in free space beside its curve, [x, y] in data units and its alignment
+  // (at the curves' right ends they ran over both lines, where the curves meet)
   const panels = [
-    { title: "values", series: [["relu", "ReLU", "muted"], ["gelu", "GELU", "blue"]] },
-    { title: "slopes", series: [["relu_slope", "ReLU′", "muted"], ["gelu_slope", "GELU′", "blue"]] },
+    {
+      title: "values",
+      series: [
+        ["relu", "ReLU", "muted", [1.2, 1.9, "right"]],
+        ["gelu", "GELU", "blue", [1.5, 0.35, "left"]],
+      ],
+    },
+    {
+      title: "slopes",
+      series: [
+        ["relu_slope", "ReLU′", "muted", [-3.8, 0.08, "left"]],
+        ["gelu_slope", "GELU′", "blue", [0.9, 0.5, "left"]],
+      ],
+    },
   ];
   for (const p of panels) {
     const all = p.series.flatMap(([k]) => Array.from(A[k]));
@@ -66,22 +80,27 @@ export function mount(root, data, ctx) {
       g.textAlign = "left";
       g.textBaseline = "top";
       g.fillText(L.p.title, L.x + m.l, L.y);
-      for (const [k, label, col] of L.p.series) {
+      for (const [k, label, col, [lx, ly, align]] of L.p.series) {
         g.strokeStyle = c[col];
         g.lineWidth = 2;
         g.beginPath();
         for (let i = 0; i < n; i++) (i ? g.lineTo : g.moveTo).call(g, X(A.x[i]), Y(A[k][i]));
         g.stroke();
         g.fillStyle = c[col];
-        g.fillText(label, X(A.x[n - 1]) - 40, Y(A[k][n - 1]) + (label.startsWith("ReLU") ? -16 : 4));
+        g.textAlign = align;
+        g.textBaseline = "bottom";
+        g.fillText(label, X(lx), Y(ly));
       }
       if (L.p.title === "values") {
         g.fillStyle = c.orange;
         g.beginPath();
         g.arc(X(meta.min.x), Y(meta.min.y), 4, 0, 2 * Math.PI);
         g.fill();
-        g.textAlign = "center";
-        g.fillText("minimum", X(meta.min.x), Y(meta.min.y) + 6);
+        // above the zero line, up and to the left of the point (below it, the label met the
+        // tick labels of the x axis)
+        g.textAlign = "right";
+        g.textBaseline = "bottom";
+        g.fillText("minimum", X(meta.min.x) - 4, Y(0) - 3);
       }
       if (idx >= 0) {
         g.strokeStyle = c.orange;

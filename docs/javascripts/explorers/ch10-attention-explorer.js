@@ -151,7 +151,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     g.strokeStyle = c.highlight;
     g.strokeRect(x0 + (state.cursor % gw) * cw + 1, y0 + Math.floor(state.cursor / gw) * ch + 1, cw - 2, ch - 2);
   }
-  function drawBar(g, x, y, w, lo, hi, c, label) {
+  function drawBar(g, x, y, w, lo, hi, c, label, showLo = true) {
     for (let i = 0; i < w; i++) {
       g.fillStyle = cmapColor(lut, i / Math.max(1, w - 1));
       g.fillRect(x + i, y, 1.5, 8);
@@ -159,7 +159,7 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     g.fillStyle = c.fg;
     g.textBaseline = "top";
     g.textAlign = "left";
-    g.fillText(lo === 0 && !label ? "0" : f3(lo), x, y + 10); // small maps: room for the top
+    if (showLo) g.fillText(lo === 0 && !label ? "0" : f3(lo), x, y + 10); // small maps: room for the top
     g.textAlign = "right";
     g.fillText(f3(hi), x + w, y + 10);
     g.textAlign = "center";
@@ -261,7 +261,9 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
             g.fillText(`head ${hd + 1}`, x0 + side / 2, y0 - 2);
           }
           drawMap(g, row, x0, y0, side, lo, hi, c);
-          drawBar(g, x0, y0 + side + 3, side, lo, hi, c, side >= 110 && !state.cls ? `${attentionDistance(row, state.cursor, m.grid, m.patch).toFixed(1)} px` : "");
+          // every bar starts at zero: only the first of a row says so (each bar's zero nearly
+          // touched the largest weight printed at the end of the bar before, at any width)
+          drawBar(g, x0, y0 + side + 3, side, lo, hi, c, side >= 110 && !state.cls ? `${attentionDistance(row, state.cursor, m.grid, m.patch).toFixed(1)} px` : "", hd === 0);
           layout.push([x0, y0, side]);
         }
         g.fillStyle = c.fg;
