@@ -71,6 +71,17 @@
     };
     idle(step);
   };
+  // Material mounts a code block when it first comes near the screen (content.lazy in
+  // mkdocs.yml), and on a device without hover it takes the block's tabindex away. A phone or
+  // tablet can have a keyboard: give it back when the block still overflows. Material writes
+  // the attribute only when the block's overflow changes, so the two do not alternate.
+  new MutationObserver((records) => {
+    const bare = [];
+    for (const r of records) {
+      if (!r.target.hasAttribute("tabindex") && r.target.matches(SCROLLERS)) bare.push(r.target);
+    }
+    if (bare.length) mark(bare);
+  }).observe(document.body, { attributes: true, attributeFilter: ["tabindex"], subtree: true });
   let timer = null;
   window.addEventListener("resize", () => {
     clearTimeout(timer);
