@@ -189,7 +189,7 @@ def measured(browser, base_url: str, url: str) -> dict:
                 ),
                 "tables": page.evaluate(TABLES_JS),  # scrolls each table and back
                 "math": page.evaluate(MATH_SCALE_JS),
-                "code": page.evaluate(CODE_JS),
+                "code": code_of(page),
             }
         finally:
             context.close()
@@ -224,13 +224,41 @@ CODE_JS = """() => {
             return {where: (title || code).textContent.slice(0, 40), top: nav.top,
                     bottom: nav.bottom, left: nav.left, firstLine: first, bar};
         });
-    return {inline, listings};
+    const shown = [...document.querySelectorAll('article .highlight > pre')]
+        .filter(p => p.getClientRects().length).length;
+    return {inline, listings, shown};
 }"""
+
+#: Scroll each listing into view: Material mounts a listing (its copy button) when it is first
+#: seen (content.lazy in mkdocs.yml).
+SHOW_LISTINGS_JS = """async () => {
+    for (const pre of document.querySelectorAll('article .highlight > pre')) {
+        pre.scrollIntoView({block: 'center'});
+        await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    }
+    window.scrollTo(0, 0);
+}"""
+MOUNTED_JS = """() => [...document.querySelectorAll('article .highlight > pre')]
+    .filter(p => p.getClientRects().length).every(p => p.querySelector(':scope > .md-code__nav'))"""
+
+
+def code_of(page) -> dict:
+    """CODE_JS once every listing has been seen, so that each has its copy button."""
+    page.evaluate(SHOW_LISTINGS_JS)
+    try:
+        page.wait_for_function(MOUNTED_JS, timeout=10000)
+    except Exception:  # noqa: BLE001 - the test counts the listings left without a button
+        pass
+    return page.evaluate(CODE_JS)
 
 
 @pytest.mark.parametrize("url", CHAPTERS + [u for _, u in sitebuild.nav_pages() if "building" in u])
 def test_code_in_boxes_is_readable_and_copy_buttons_clear_the_code(browser, base_url, url) -> None:
     code = measured(browser, base_url, url)["code"]
+    assert len(code["listings"]) == code["shown"], (
+        f"/{url}: {code['shown']} listings shown, {len(code['listings'])} with a copy button"
+        " once seen"
+    )
     for c in code["inline"]:  # Material's 0.85 of a box's text was 10.9 px on a phone
         assert c["code"] >= 0.9 * c["around"], f"/{url}: {c} (inline code px, text px)"
     for n in code["listings"]:
