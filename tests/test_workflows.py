@@ -114,9 +114,8 @@ def test_frozen_runs_are_retrained_on_a_schedule_in_shards() -> None:
     # the whole suite, with every check that rotates per commit run in every variant
     pages = wf["jobs"]["items-and-pages"]
     assert pages["env"]["VITBOOK_ROTATION"] == "all"
-    commands = [s["run"].split("\n") for s in pages["steps"] if "run" in s]
-    assert ["nox -s tests"] in [[c.strip() for c in cmd if c.strip().startswith("nox")]
-                                for cmd in commands]  # fmt: skip
+    lines = [line.strip() for s in pages["steps"] for line in s.get("run", "").splitlines()]
+    assert "nox -s tests" in lines  # no file list: every test file
 
 
 def test_dependabot_watches_actions_python_and_npm_pins() -> None:
