@@ -10,7 +10,12 @@ import pytest
 
 from vitbook.data.longrange import mirror_strips, pair_distance
 from vitbook.engine import Recorder
-from vitbook.figures.ch01_why import paper_data, plain_stack_footprints, small_cnn_footprint
+from vitbook.figures.ch01_why import (
+    local_reach_px,
+    paper_data,
+    plain_stack_footprints,
+    small_cnn_footprint,
+)
 
 FACTS = Path(__file__).resolve().parents[1] / "figures" / "facts.json"
 
@@ -24,6 +29,23 @@ def test_small_cnn_receptive_field():
     width, grad = small_cnn_footprint(128)
     assert width == 32
     assert grad.shape == (128, 128)
+
+
+def test_local_reach_counts_the_tokens_own_cell():
+    """After its blocks a token of vit_local has heard from the cells the windowed attention
+    masks chain together: LOCAL_RADIUS more on either side per block, plus its own cell."""
+    from vitbook.experiments import longrange
+
+    cols, blocks, radius = 16, longrange.task_config().depth, longrange.LOCAL_RADIUS
+    attn = longrange.WindowedAttention(dim=8, heads=2, cols=cols, radius=radius)
+    step = attn.allowed[1:, 1:].int()  # which patch tokens each one attends to, one block
+    reach = step
+    for _ in range(blocks - 1):
+        reach = (reach @ step).clamp(max=1)
+    cells = int(reach[cols // 2].sum())  # a token away from the ends of the strip
+    cell = longrange.TASK["cell"]
+    assert cells == 2 * blocks * radius + 1
+    assert local_reach_px() == (2 * blocks * radius + 1) * cell == cells * cell
 
 
 def test_mirror_strips_symmetry_and_labels():

@@ -182,6 +182,14 @@ SOLVED = 0.98  # a run that scores this much on the test set has solved the task
 CHANCE_BOUND = 0.5 + NormalDist().inv_cdf(CHANCE_CONF) * math.sqrt(0.25 / longrange.N_TEST)
 
 
+def local_reach_px() -> int:
+    """Pixels of strip that one token of ``vit_local`` has heard from after its last block:
+    each block reaches LOCAL_RADIUS cells further on either side, and the token's own cell
+    counts too (the "+1" of a receptive field's 2L + 1)."""
+    blocks = longrange.task_config().depth
+    return (2 * blocks * longrange.LOCAL_RADIUS + 1) * TASK["cell"]
+
+
 @figure(chapter=1, id="longrange-samples", size=(7.2, 2.6))
 def longrange_samples(rec):
     """Six parts from the task, intact and defective, with the defect's distance."""
@@ -337,7 +345,7 @@ def longrange_results(rec):
     rec.fact("batch", longrange.BATCH)
     rec.fact("lr", longrange.LR, "{:g}")
     rec.fact("local_radius", longrange.LOCAL_RADIUS)
-    rec.fact("local_reach_px", 2 * longrange.LOCAL_RADIUS * TASK["cell"] * 2)
+    rec.fact("local_reach_px", local_reach_px())
     rec.fact("narrow_cols", NARROW)
     rec.fact("narrow_max_dist", pair_distance(0, cols=NARROW, cell=TASK["cell"]))
     rec.fact("far_threshold", FAR)
