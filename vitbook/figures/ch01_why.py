@@ -179,6 +179,7 @@ WARMUP_LONG = 5  # epochs of warm-up of the ViT's rescue recipe (the book's runs
 #: approximation of the binomial).
 CHANCE_CONF = 0.99
 SOLVED = 0.98  # a run that scores this much on the test set has solved the task
+LATE = 0.8  # a best epoch (or the epoch a run left chance) after this share of the budget is "late"
 CHANCE_BOUND = 0.5 + NormalDist().inv_cdf(CHANCE_CONF) * math.sqrt(0.25 / longrange.N_TEST)
 
 
@@ -364,6 +365,14 @@ def longrange_results(rec):
     rec.fact("solved_above", SOLVED, "{:.0%}")
     for name, vals in acc.items():  # runs that solve the task, not merely leave chance
         rec.fact(f"{name}_solved", sum(a >= SOLVED for a in vals), tol=1)
+    # whether the budget decided an arm: runs still improving (best epoch in the last fifth)
+    # and runs that left chance only then, without solving the task
+    late = LATE * longrange.MAX_EPOCHS
+    rec.fact("late_share", 1 - LATE, "{:.0%}")
+    for name in ARMS:
+        rec.fact(f"{name}_best_late", sum(r["best_epoch"] > late for r in arms[name]), tol=1)
+        rec.fact(f"{name}_late_unsolved", sum((s["left_chance"] or 0) > late and s["acc"] < SOLVED
+                                               for s in sc[name]), tol=1)  # fmt: skip
     # by distance, only the runs that trained: a failed run that flags every part "finds"
     # every defect, near or far, and would count as a win
     far_ok = {k: [r["far"] for r in rows if not r["failed"]] for k, rows in sc.items()}

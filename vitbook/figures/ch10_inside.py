@@ -482,7 +482,8 @@ def _randomised(model, k: int, seed: int = 0):
 @torch.no_grad()
 def _deletion(model, x, order, steps, grid, patch):
     """Probability of each image's predicted class as the top-ranked patches (``order``:
-    (n, N) patch indices, most important first) are replaced by the mid-grey background."""
+    (n, N) patch indices, most important first) are replaced by flat mid-grey (0 after
+    normalisation), not by the textured background."""
     gh, gw = grid
     n = len(x)
     pred = model(x).argmax(-1)
