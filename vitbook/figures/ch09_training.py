@@ -331,9 +331,9 @@ def lr_sweep(rec):
     """Left: final test accuracy against a constant Adam learning rate for the small CNN
     trained from scratch and the pre-trained ViT fine-tuned. Right: the fine-tuned ViT at
     0.01 with warm-up, cosine decay and clipping added one at a time, and all three."""
-    sweep = {m: {lr: [runs.lr_run(model=m, lr=lr, seed=s) for s in SEEDS] for lr in LRS}
+    sweep = {m: {lr: [runs.lr_run(model=m, lr=lr, seed=s) for s in SEEDS10] for lr in LRS}
              for m in SWEEP_MODELS}  # fmt: skip
-    rec.fact("sweep_seeds", len(SEEDS))
+    rec.fact("sweep_seeds", len(SEEDS10))
     rec.fact("recipe_seeds", len(SEEDS10))
     final = {m: {lr: [x["final"] for x in sweep[m][lr]] for lr in LRS} for m in SWEEP_MODELS}
     best_lr = {}  # the constant rate with the best mean, per model
@@ -362,7 +362,7 @@ def lr_sweep(rec):
     # layer-wise learning-rate decay at the best constant rate, against the plain recipe there
     best = best_lr["vit_full"]
     layered = [runs.lr_run(model="vit_full", lr=best, seed=s, recipe="layers")["final"]
-               for s in SEEDS]  # fmt: skip
+               for s in SEEDS10]  # fmt: skip
     stats.record(rec, "layers_acc", layered)
     plain = final["vit_full"][best]
     rec.fact("layers_plain", float(np.mean(plain)), "{:.1%}", tol=stats.tolerance(plain))
