@@ -28,7 +28,19 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 from quizspec import CHAPTERS, FACTS, ROOT, SPEC, TYPED, traps, typed_questions, written_traps
+
+from vitbook.engine import Recorder
+from vitbook.figures import (
+    ch02_solutions,
+    ch03_solutions,
+    ch04_solutions,
+    ch06_solutions,
+    ch10_solutions,
+)
+from vitbook.model import Attention, VisionTransformer, preset
+from vitbook.patches import patchify
 
 QUIZ_JS = ROOT / "docs" / "javascripts" / "quiz.js"
 QUESTIONS = typed_questions()
@@ -185,8 +197,6 @@ def test_the_grader_reads_numbers_as_readers_write_them() -> None:
 
 
 def _trap_facts(item, chapter: int) -> dict:
-    from vitbook.engine import Recorder
-
     rec = Recorder(chapter)
     item(rec)
     return {k: v["value"] for k, v in rec.facts.items()}
@@ -195,17 +205,6 @@ def _trap_facts(item, chapter: int) -> dict:
 def test_each_trap_fact_is_the_slip_it_names() -> None:
     """The facts the traps name, recomputed the slow way: each is the right answer's
     computation with the one slip its reason gives, counted on the real modules."""
-    import torch
-
-    from vitbook.figures import (
-        ch02_solutions,
-        ch03_solutions,
-        ch04_solutions,
-        ch06_solutions,
-        ch10_solutions,
-    )
-    from vitbook.model import Attention, VisionTransformer, preset
-    from vitbook.patches import patchify
 
     def right(chapter: str, name: str):
         return FACTS[chapter][name]["value"]
