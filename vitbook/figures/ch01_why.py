@@ -170,8 +170,8 @@ TASK = longrange.TASK
 FAR = 32  # SmallCNN sees at most 32 px: partners this far apart are out of its reach
 NARROW = 8  # the narrow strip: 8 cells, partners at most 28 px apart, all within the CNN's reach
 SEEDS = stats.seeds(10)  # a run can fail to leave chance: ten seeds, every one reported
-ARMS = {"vit": "ViT", "vit_nopos": "ViT, no positions", "vit_local": "ViT, local attention",
-        "cnn": "SmallCNN"}  # fmt: skip
+ARMS = {"vit": "ViT", "vit_mean": "ViT, mean read-out", "vit_local": "ViT, local attention",
+        "vit_nopos": "ViT, no positions", "cnn": "SmallCNN"}  # fmt: skip
 SHORT_ARMS = ("vit", "cnn")  # the first edition's budget, for the two main models
 WARMUP_LONG = 5  # epochs of warm-up of the ViT's rescue recipe (the book's runs warm up for 1)
 #: A run has failed when its test accuracy is no better than guessing could be: below the
@@ -247,6 +247,8 @@ def scores(run: dict, far: int = FAR) -> dict:
 
 
 def _runs(model: str, budget: str = "plateau", cols: int = 16) -> list[dict]:
+    if model == "vit_mean":  # the read-out control, in its own module (longrange_readout)
+        return [runs.longrange_readout_run(seed=s, budget=budget, cols=cols) for s in SEEDS]
     return [runs.longrange_run(model=model, seed=s, budget=budget, cols=cols) for s in SEEDS]
 
 
@@ -376,12 +378,22 @@ def longrange_results(rec):
     # by distance, only the runs that trained: a failed run that flags every part "finds"
     # every defect, near or far, and would count as a win
     far_ok = {k: [r["far"] for r in rows if not r["failed"]] for k, rows in sc.items()}
-    rec.fact("far_failed_left_out", sum(r["failed"] for k in ("vit", "vit_local", "cnn")
-                                        for r in sc[k]))  # fmt: skip
+    rec.fact("far_failed_left_out", sum(r["failed"] for k in ("vit", "vit_mean", "vit_local",
+                                                              "cnn") for r in sc[k]))  # fmt: skip
     rec.fact("vit_far_vs_cnn_far", stats.verdict(far_ok["vit"], far_ok["cnn"]))
     rec.fact("nopos_vs_vit", stats.verdict(acc["vit_nopos"], acc["vit"]))
     rec.fact("local_far_vs_vit_far", stats.verdict(far_ok["vit_local"], far_ok["vit"]))
     rec.fact("local_far_vs_cnn_far", stats.verdict(far_ok["vit_local"], far_ok["cnn"]))
+    # the read-out control: global attention with vit_local's mean read-out
+    rec.fact("mean_far_vs_vit_far", stats.verdict(far_ok["vit_mean"], far_ok["vit"]))
+    rec.fact("mean_far_vs_local_far", stats.verdict(far_ok["vit_mean"], far_ok["vit_local"]))
+    rec.fact("mean_vs_vit", stats.verdict(acc["vit_mean"], acc["vit"]))
+    rec.fact("mean_vs_local", stats.verdict(acc["vit_mean"], acc["vit_local"]))
+    rec.fact("vit_mean_trained", sum(not r["failed"] for r in sc["vit_mean"]), tol=1)
+    left = [e for e in (s["left_chance"] for s in sc["vit_mean"]) if e is not None]
+    spread = max(1, max(left) - min(left)) if left else 1
+    rec.fact("vit_mean_left_lo", min(left) if left else 0, tol=spread)
+    rec.fact("vit_mean_left_hi", max(left) if left else 0, tol=spread)
     rec.fact("cnn_narrow_vs_wide", stats.verdict(acc["cnn_narrow"], acc["cnn"]))
     gaps = {n: [r["train_acc"][r["best_epoch"] - 1] - s["acc"]
                 for r, s in zip(arms[n], sc[n], strict=True)] for n in ("vit", "cnn")}  # fmt: skip
@@ -409,8 +421,8 @@ def longrange_results(rec):
 def _(data, v):
     c = plot.colors(v)
     fig, (ax1, ax2) = plot.subplots(v, 1, 2, width_ratios=[1.3, 1], phone_cols=1)
-    cols = {"vit": c["orange"], "vit_nopos": c["purple"], "vit_local": c["green"],
-            "cnn": c["blue"]}  # fmt: skip
+    cols = {"vit": c["orange"], "vit_mean": c["yellow"], "vit_nopos": c["purple"],
+            "vit_local": c["green"], "cnn": c["blue"]}  # fmt: skip
     for key, label in ARMS.items():
         dists = sorted(data["by"][key][0])
         per_seed = 100 * np.array([[b[dd] for dd in dists] for b in data["by"][key]])
@@ -422,7 +434,8 @@ def _(data, v):
             ylim=(0, 105), title="Defects by distance")  # fmt: skip
     ax1.legend(loc="lower left", fontsize=8)
     rows = [*ARMS, "cnn_narrow"]
-    names = {"vit": "ViT", "vit_nopos": "ViT, no\npositions", "vit_local": "ViT,\nlocal",
+    names = {"vit": "ViT", "vit_mean": "ViT,\nmean", "vit_nopos": "ViT, no\npositions",
+             "vit_local": "ViT,\nlocal",
              "cnn": "Small-\nCNN", "cnn_narrow": f"Small-\nCNN,\n{NARROW} cells"}  # fmt: skip
     rng = np.random.default_rng(0)  # a fixed jitter, so that overlapping seeds show
     for x, key in enumerate(rows):
