@@ -80,7 +80,7 @@ def test_longrange_facts():
     f = {k: v["value"] for k, v in json.loads(FACTS.read_text())["ch01"].items()}
     assert abs(f["vit_params"] - f["cnn_params"]) / f["vit_params"] < 0.1  # similar size
     assert f["seeds"] >= 3
-    for name in ("vit", "cnn", "cnn_narrow"):
+    for name in ("vit", "vit_mean", "cnn", "cnn_narrow"):
         assert f[f"{name}_acc_lo"] <= f[f"{name}_acc"] <= f[f"{name}_acc_hi"]
         # accuracy is the mean of the intact and the defective halves (about half each)
         assert min(f[f"{name}_intact_acc"], f[f"{name}_defects_acc"]) <= f[f"{name}_acc"] + 0.05
@@ -92,6 +92,9 @@ def test_longrange_facts():
     assert f["vit_vs_cnn"] == verdict("vit_acc", "cnn_acc")
     assert f["cnn_narrow_vs_wide"] == verdict("cnn_narrow_acc", "cnn_acc")
     assert f["vit_far_vs_cnn_far"] == verdict("vit_far_acc", "cnn_far_acc")
+    assert f["mean_vs_local"] == verdict("vit_mean_acc", "vit_local_acc")  # the read-out control
+    assert f["mean_vs_vit"] == verdict("vit_mean_acc", "vit_acc")
+    assert f["vit_mean_solved"] + f["vit_mean_failed"] <= f["seeds"]
     assert f["rf_closed_form_ok"] == "yes" and f["cnn_rf"] == 32
 
 
@@ -147,6 +150,9 @@ def test_vit_mean_differs_from_vit_local_only_in_the_window(monkeypatch):
     a, b = local.state_dict(), mean.state_dict()
     assert list(a) == list(b) and all(a[k].shape == b[k].shape for k in a)
     assert all(torch.equal(a[k], b[k]) for k in a)  # same initial weights for one seed
+    torch.manual_seed(0)
+    full = longrange.build("vit", cols).state_dict()  # the full ViT starts there too
+    assert list(full) == list(b) and all(torch.equal(full[k], b[k]) for k in b)
     assert mean.cfg.pool == local.cfg.pool == "mean"
     with torch.no_grad():
         assert torch.equal(same(x), local(x))
