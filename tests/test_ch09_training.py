@@ -100,6 +100,8 @@ def test_lr_sweep_verdicts_follow_the_rule_from_the_frozen_runs(frozen_only):
             assert fact(f"lr_{m}_{i}_collapsed") == below
             never = sum(max(r["val"]) < COLLAPSE_BELOW for r in runs[lr])
             assert fact(f"lr_{m}_{i}_never_left") == never <= below
+            rising = sum(r["val"][-1] > r["val"][-2] for r in runs[lr])
+            assert fact(f"lr_{m}_{i}_rising") == rising
         val = [np.mean([r["val_final"] for r in runs[lr]]) for lr in LRS]
         best = LRS[int(np.argmax(val))]
         assert fact(f"lr_{m}_best") == f"{best:g}"

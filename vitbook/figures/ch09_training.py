@@ -349,6 +349,10 @@ def lr_sweep(rec):
             # runs that never left chance: validation accuracy below the threshold at every epoch
             rec.fact(f"lr_{m}_{i}_never_left", sum(max(x["val"]) < COLLAPSE_BELOW
                                                    for x in sweep[m][lr]), tol=1)  # fmt: skip
+            # runs still rising when the budget ends: a higher validation accuracy at the last
+            # epoch than at the one before
+            rec.fact(f"lr_{m}_{i}_rising", sum(x["val"][-1] > x["val"][-2] for x in sweep[m][lr]),
+                     tol=1)  # fmt: skip
         # the best rate is chosen on the validation set; the test set only scores it
         means = [np.mean([x["val_final"] for x in sweep[m][lr]]) for lr in LRS]
         best = int(np.argmax(means))
