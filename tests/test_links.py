@@ -148,6 +148,17 @@ def test_figure_and_equation_anchors_are_checked(site: Path) -> None:
     assert counts["eq"] > 0, "no link to an equation anchor (#eq-...) was found in the site"
 
 
+def test_listing_lines_are_not_links(site: Path) -> None:
+    """A listing's lines carry no link of their own (mkdocs.yml: ``anchor_linenums: false``).
+    The book shows no line numbers; a link per line only made work on load: Material's instant
+    navigation rewrites the address of every relative link of a page it opens (Ch 9: 511 line
+    links out of 1,238)."""
+    pages = [p for p in site.glob("[01][0-9]-*/index.html")]
+    assert pages, "no chapter page in the built site"
+    linked = [p.parent.name for p in pages if 'href="#__codelineno' in p.read_text()]
+    assert not linked, f"listings with a link per line in: {', '.join(sorted(linked))}"
+
+
 def test_notebook_pages_and_their_sources_are_linked(site: Path) -> None:
     """Each notebook page exists, is in the nav, and its links resolve; its .py source ships."""
     notebooks = [
