@@ -183,3 +183,27 @@ def test_strip_run_trains_as_longrange_run(monkeypatch):
         assert ours[key] == theirs[key], key
     for key in ("hit", "flagged", "distance"):
         assert np.array_equal(ours[key], theirs[key]), key
+
+
+def test_far_margin_is_zero_for_a_run_that_ignores_the_marks():
+    """The local variant's far defects are scored against its intact parts: a run that flags
+    every part (or a fixed share of each) has no margin; one that flags only far defects, 1."""
+    from vitbook.figures.ch01_why import far_margin
+
+    dist = np.array([0, 0, 0, 0, 8, 36, 44, 52, 60])
+    assert far_margin({"flagged": np.ones(9, bool), "distance": dist}) == 0.0
+    half = np.array([1, 0, 1, 0, 0, 1, 0, 1, 0], bool)  # half the intact, half the far defects
+    assert far_margin({"flagged": half, "distance": dist}) == 0.0
+    assert far_margin({"flagged": dist >= 32, "distance": dist}) == 1.0
+    only_near = {"flagged": (dist > 0) & (dist < 32), "distance": dist}
+    assert far_margin(only_near) == 0.0  # near defects do not count as far ones
+
+
+def test_fisher_p_two_sided():
+    """Known values of the two-sided Fisher exact test (hypergeometric tables summed)."""
+    from vitbook.figures.ch01_why import fisher_p
+
+    assert fisher_p(1, 10, 0, 10) == pytest.approx(1.0)  # one failure against none
+    assert fisher_p(3, 3, 0, 3) == pytest.approx(0.1)  # 2 of the 20 tables, each 1/20
+    assert fisher_p(10, 10, 0, 10) == pytest.approx(2 / 184756)  # C(20, 10) tables
+    assert fisher_p(8, 10, 1, 6) == pytest.approx(0.034965, abs=1e-5)  # scipy's value
