@@ -592,10 +592,13 @@ def map_checks(rec):
     depth = model.cfg.depth
     corr, curves, area, maps = _checks(model, s, x[:n])
     full, null = _fully_random(maps, x[:n], model.cfg.grid)
-    rec.fact("rand_corr_roll_top", corr["roll"][0], "{:.2f}", tol=0.1)
-    rec.fact("rand_corr_raw_top", corr["raw"][0], "{:.2f}", tol=0.1)
-    rec.fact("rand_corr_roll_blocks", corr["roll"][depth - 1], "{:.2f}", tol=0.15)
-    rec.fact("rand_corr_raw_blocks", corr["raw"][depth - 1], "{:.2f}", tol=0.15)
+    # each step a mean over the fresh draws, with its lowest and highest draw
+    for key in ("roll", "raw"):
+        for step, level in (("top", 0), ("blocks", depth - 1)):
+            per_draw = corr[key][:, level]
+            rec.fact(f"rand_corr_{key}_{step}", float(per_draw.mean()), "{:.2f}", tol=0.1)
+            rec.fact(f"rand_corr_{key}_{step}_lo", float(per_draw.min()), "{:.2f}", tol=0.1)
+            rec.fact(f"rand_corr_{key}_{step}_hi", float(per_draw.max()), "{:.2f}", tol=0.1)
     # every weight random: one value per fresh draw, against pairs of fresh draws (the null)
     for key in ("roll", "raw"):
         rec.fact(f"rand_corr_{key}_all", float(np.mean(full[key])), "{:.2f}", tol=0.1)
@@ -603,6 +606,7 @@ def map_checks(rec):
         rec.fact(f"rand_corr_{key}_all_hi", max(full[key]), "{:.2f}", tol=0.1)
         rec.fact(f"rand_corr_{key}_null_lo", min(null[key]), "{:.2f}")
         rec.fact(f"rand_corr_{key}_null_hi", max(null[key]), "{:.2f}")
+        rec.fact(f"rand_corr_{key}_null", float(np.mean(null[key])), "{:.2f}")
         rec.fact(f"rand_corr_{key}_all_vs_null",
                  _vs_range(float(np.mean(full[key])), min(null[key]), max(null[key])))  # fmt: skip
     rec.fact("rand_fresh_draws", FRESH_DRAWS)
@@ -630,19 +634,22 @@ def _paired(a: np.ndarray, b: np.ndarray) -> str:
     return "lower" if hi < 0 else "higher" if lo > 0 else "indistinguishable"
 
 
-def _checks(model: VisionTransformer, s, x: torch.Tensor):
+def _checks(model: VisionTransformer, s, x: torch.Tensor, levels: int | None = None):
     """The randomisation check (rank correlation of each map with the maps of ``model`` with
-    its top 1, 2, ..., all blocks re-initialised) and the deletion curves (by rollout, raw
-    attention, colour saliency and at random) with each image's area under them, on ``x``;
-    also the trained model's maps."""
+    its top 1, 2, ..., ``levels`` blocks re-initialised, (draws, levels): once with each of the
+    :data:`FRESH_DRAWS` fresh draws) and the deletion curves (by rollout, raw attention, colour
+    saliency and at random) with each image's area under them, on ``x``; also the trained
+    model's maps."""
     cfg = model.cfg
     n = len(x)
     raw, roll, _ = _maps(model, x, cfg.grid)
-    corr = {"raw": [], "roll": []}
-    for k in range(1, cfg.depth + 1):
-        r_raw, r_roll, _ = _maps(_randomised(model, k), x, cfg.grid)
-        corr["raw"].append(float(_rank_corr(raw, r_raw).mean()))
-        corr["roll"].append(float(_rank_corr(roll, r_roll).mean()))
+    levels = cfg.depth if levels is None else levels
+    corr = {"raw": np.zeros((FRESH_DRAWS, levels)), "roll": np.zeros((FRESH_DRAWS, levels))}
+    for draw in range(FRESH_DRAWS):
+        for k in range(1, levels + 1):
+            r_raw, r_roll, _ = _maps(_randomised(model, k, draw), x, cfg.grid)
+            corr["raw"][draw, k - 1] = _rank_corr(raw, r_raw).mean()
+            corr["roll"][draw, k - 1] = _rank_corr(roll, r_roll).mean()
     rng = np.random.default_rng(0)
     N = cfg.num_patches
     orders = {
@@ -685,27 +692,33 @@ def _(d, v):
     x = np.arange(1, depth + 2)
     for key, name, mark, col in (("roll", "rollout", "o", "green"),
                                  ("raw", "last-layer CLS", "s", "blue")):  # fmt: skip
-        lo, hi = min(d["null"][key]), max(d["null"][key])
-        a1.axhspan(lo, hi, color=c[col], alpha=0.12, lw=0)
-        full = d["full"][key]
-        a1.plot(x, d["corr"][key] + [float(np.mean(full))], mark + ("-" if key == "roll" else "--"),
-                color=c[col], label=name)  # fmt: skip
+        # (draws, steps): each fresh draw's cascade, then its fully random model
+        per_draw = np.column_stack([d["corr"][key], d["full"][key]])
+        line = "-" if key == "roll" else "--"
+        a1.plot(x, per_draw.mean(0), mark + line, color=c[col], label=name)
         off = 0.12 if key == "roll" else -0.12
-        a1.plot(np.full(len(full), depth + 1 + off), full, mark, ms=3, color=c[col], alpha=0.6)
-    a1.set_xticks(x, [f"top {k}" for k in range(1, depth + 1)] + ["all"], fontsize=8)
+        for draw in per_draw:
+            a1.plot(x + off, draw, mark, ms=2.5, color=c[col], alpha=0.5, lw=0)
+        # the null: two random models against each other, every pair of draws
+        null = d["null"][key]
+        a1.plot(np.full(len(null), depth + 2 + off), null, mark, ms=2.5, color=c[col],
+                alpha=0.5, lw=0)  # fmt: skip
+        a1.plot([depth + 2], [np.mean(null)], mark, color=c[col])
+    a1.axvline(depth + 1.5, color=c["muted"], lw=0.8, ls=":")
+    a1.set_xticks(np.arange(1, depth + 3),
+                  [f"top {k}" for k in range(1, depth + 1)] + ["all", "random\npair"],
+                  fontsize=8)  # fmt: skip
     a1.axhline(0, color=c["muted"], lw=0.8)
     a1.set(xlabel="blocks re-initialised", ylabel="rank correlation with trained map",
            ylim=(-0.5, 1.05), title="Randomisation check")  # fmt: skip
     a1.legend(fontsize=8, loc="upper right")
-    a1.text(0.03, 0.04, "bands: two random models", fontsize=8, color=c["fg"],
-            transform=a1.transAxes)  # fmt: skip
     cols = {"rollout": c["green"], "raw": c["blue"], "saliency": c["orange"], "random": c["muted"]}
     names = {"rollout": "rollout", "raw": "last-layer CLS", "saliency": "colour saliency",
              "random": "random order"}  # fmt: skip
     for k, cur in d["curves"].items():
         a2.plot(100 * d["steps"], 100 * cur, "o-", ms=3, color=cols[k], label=names[k])
     a2.set(
-        xlabel="patches deleted, most important first (%)",
+        xlabel="patches deleted (%), most important first",
         ylabel="probability of predicted class (%)",
         ylim=(0, 102),
         title="Deletion curve",
@@ -729,7 +742,7 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
     dist = _distances(model, x[:DIST_IMAGES])
     share, area = _on_object(model, s, x, DIST_IMAGES)
     hits, _, (_, _, pred) = localisation(model, s, x)
-    corr, _, area_del, _ = _checks(model, s, x[:DELETE_IMAGES])
+    corr, _, area_del, _ = _checks(model, s, x[:DELETE_IMAGES], levels=1)
     null = position_null(model)
     return {
         "acc": float((pred == s.labels).mean()),
@@ -753,7 +766,7 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
         "loc_raw": float(hits["raw"].mean()),
         "rollout_vs_raw": _overlap(hits["rollout"], hits["raw"]),
         "rollout_vs_saliency": _overlap(hits["rollout"], hits["saliency"]),
-        "rand_corr_roll_top": corr["roll"][0],
+        "rand_corr_roll_top": float(corr["roll"][:, 0].mean()),
         "del_rollout_vs_raw": _paired(area_del["rollout"], area_del["raw"]),
     }
     # --8<-- [end:findings]
@@ -765,6 +778,10 @@ FINDING_FORMAT = {"acc": "{:.1%}", "pc1_var": "{:.0%}", "on_object": "{:.0%}",
                   "loc_rollout": "{:.1%}", "loc_raw": "{:.1%}", "dist_l1_mean": "{:.1f}",
                   "dist_last_mean": "{:.1f}", "dist_min": "{:.1f}", "dist_max": "{:.1f}",
                   "dist_low_block": "{:d}", "filter_moved": "{:.0%}"}  # fmt: skip
+
+
+#: Every verdict a finding can give: the across-seeds check counts the models with each.
+VERDICTS = ("higher", "lower", "indistinguishable", "above", "below", "within")
 
 
 @facts(chapter=10, id="across-seeds", trained=True)
@@ -784,6 +801,8 @@ def across_seeds(rec):
                 rec.fact(f"s{seed}_{name}", value, FINDING_FORMAT.get(name, "{:.2f}"))
         if isinstance(values[0], str):  # a verdict: the same for every model, or not
             rec.fact(f"all_{name}", values[0] if len(set(values)) == 1 else "mixed")
+            for verdict in VERDICTS:  # and in how many models each verdict came out
+                rec.fact(f"n_{name}_is_{verdict}", values.count(verdict))
         else:  # the range over the models
             fmt = FINDING_FORMAT.get(name, "{:.2f}")
             rec.fact(f"min_{name}", min(values), fmt)
