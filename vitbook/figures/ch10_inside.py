@@ -822,8 +822,6 @@ def across_seeds(rec):
     for name in POS_GAPS:
         rec.fact(f"n_gap_{name}_above_null",
                  sum(r[f"gap_{name}"] > r[f"null_{name}"] for r in rows.values()))  # fmt: skip
-    rec.fact("max_null_all", max(r[f"null_{k}"] for r in rows.values() for k in POS_GAPS),
-             "{:.2f}")  # fmt: skip
     # the position code: how many models have each ordering of similarities
     for a, b in (("neighbour", "far"), ("mirror_lr", "neighbour"), ("mirror_tb", "neighbour"),
                  ("far_same_ring", "far_other_ring"), ("same_row", "same_col")):  # fmt: skip
