@@ -160,9 +160,32 @@ def test_the_across_seeds_check_measures_seed_0_as_the_figures_do():
         ("patch_on_object", "s0_on_object"), ("loc_rollout", "s0_loc_rollout"),
         ("loc_raw", "s0_loc_raw"), ("rand_corr_roll_top", "s0_rand_corr_roll_top"),
         ("loc_rollout_vs_raw", "s0_rollout_vs_raw"), ("pc1_vs_random", "s0_pc1_vs_random"),
-        ("del_rollout_vs_raw", "s0_del_rollout_vs_raw"),
+        ("del_rollout_vs_raw", "s0_del_rollout_vs_raw"), ("filter_rel_change", "s0_filter_moved"),
+        ("sim_gap_ring", "s0_gap_ring"), ("sim_ring_null_hi", "s0_null_ring"),
+        ("sim_neighbour_null_hi", "s0_null_neighbour"), ("dist_all_min", "s0_dist_min"),
+        ("dist_low_block", "s0_dist_low_block"),
     ):  # fmt: skip
         assert fact(figure_fact) == pytest.approx(fact(check_fact)), figure_fact
+
+
+@pytest.mark.slow
+def test_the_counts_over_seeds_agree_with_the_per_seed_facts():
+    """Every "in k of N" the text prints is the count of the per-seed facts it summarises."""
+    n = fact("pre_seeds")
+    for name in ("neighbour", "ring", "row"):
+        want = sum(fact(f"s{s}_gap_{name}") > fact(f"s{s}_null_{name}") for s in range(n))
+        assert fact(f"n_gap_{name}_above_null") == want, name
+    depth = fact("depth")
+    want = sum(1 < fact(f"s{s}_dist_low_block") < depth for s in range(n))
+    assert fact("n_dist_low_middle") == want
+    for verdict in ("higher", "lower", "indistinguishable"):
+        want = sum(fact(f"s{s}_del_rollout_vs_raw") == verdict for s in range(n))
+        assert fact(f"n_del_rollout_vs_raw_is_{verdict}") == want
+    # the fully random model's correlation is read against the random-pair null's range
+    for key in ("roll", "raw"):
+        mean, lo, hi = (fact(f"rand_corr_{key}_{x}") for x in ("all", "null_lo", "null_hi"))
+        want = "above" if mean > hi else "below" if mean < lo else "within"
+        assert fact(f"rand_corr_{key}_all_vs_null") == want
 
 
 def test_uniform_attention_gives_the_recorded_uniform_distance():
