@@ -22,7 +22,15 @@ FIELD = re.compile(r"^\s*(grading|units|traps):", re.M)
 
 
 def fact_text(m: re.Match) -> str:
-    return FACTS[m.group(1)][m.group(2)]["text"]
+    try:
+        return FACTS[m.group(1)][m.group(2)]["text"]
+    except KeyError:
+        raise KeyError(f"{m.group(0)} is not a fact in figures/facts.json") from None
+
+
+def resolve(text: str) -> str:
+    """``text`` with each fact macro replaced by the fact's text, as the page prints it."""
+    return FACT.sub(fact_text, text)
 
 
 def typed_questions() -> list[dict]:
@@ -49,13 +57,30 @@ def typed_questions() -> list[dict]:
                     "chapter": path.stem,
                     "title": block.split("\n", 1)[0].split('"', 1)[1].rstrip('"'),
                     "item": m.group(1).strip(),
-                    "spec": FACT.sub(fact_text, m.group(1).strip()),
+                    "spec": resolve(m.group(1).strip()),
                     **fields,
                 }
             )
     return out
 
 
+def written_traps(q: dict) -> list[tuple[str, str]]:
+    """The ``traps:`` field as the chapter writes it: (value, reason) for each trap, the value
+    a fact macro (``{{ ch02.tokens_384 }}``) or a plain number, the reason in parentheses."""
+    out = []
+    for t in q.get("traps", "").split("|"):
+        if t.strip():
+            value, _, reason = t.strip().partition(" (")
+            out.append((value.strip(), reason.removesuffix(")").strip()))
+    return out
+
+
 def traps(q: dict) -> list[str]:
-    """The wrong answers as a student would type them (the number before its reason)."""
-    return [t.split(" (", 1)[0].strip() for t in q.get("traps", "").split("|") if t.strip()]
+    """The wrong answers as a student would type them: each trap's value, a fact resolved to
+    its text from figures/facts.json as the spec is. A fact the trap or its reason names that
+    is not in facts.json raises KeyError."""
+    out = []
+    for value, reason in written_traps(q):
+        resolve(reason)  # a fact named in the reason must exist too
+        out.append(resolve(value))
+    return out

@@ -80,7 +80,7 @@ def test_longrange_facts():
     f = {k: v["value"] for k, v in json.loads(FACTS.read_text())["ch01"].items()}
     assert abs(f["vit_params"] - f["cnn_params"]) / f["vit_params"] < 0.1  # similar size
     assert f["seeds"] >= 3
-    for name in ("vit", "cnn", "cnn_narrow"):
+    for name in ("vit", "vit_mean", "cnn", "cnn_narrow"):
         assert f[f"{name}_acc_lo"] <= f[f"{name}_acc"] <= f[f"{name}_acc_hi"]
         # accuracy is the mean of the intact and the defective halves (about half each)
         assert min(f[f"{name}_intact_acc"], f[f"{name}_defects_acc"]) <= f[f"{name}_acc"] + 0.05
@@ -92,6 +92,9 @@ def test_longrange_facts():
     assert f["vit_vs_cnn"] == verdict("vit_acc", "cnn_acc")
     assert f["cnn_narrow_vs_wide"] == verdict("cnn_narrow_acc", "cnn_acc")
     assert f["vit_far_vs_cnn_far"] == verdict("vit_far_acc", "cnn_far_acc")
+    assert f["mean_vs_local"] == verdict("vit_mean_acc", "vit_local_acc")  # the read-out control
+    assert f["mean_vs_vit"] == verdict("vit_mean_acc", "vit_acc")
+    assert f["vit_mean_solved"] + f["vit_mean_failed"] <= f["seeds"]
     assert f["rf_closed_form_ok"] == "yes" and f["cnn_rf"] == 32
 
 
@@ -125,3 +128,58 @@ def test_longrange_scores_count_intact_parts():
     sc = scores(flag_all, far=32)
     assert sc["defects"] == 1.0 and sc["intact"] == 0.0 and sc["acc"] == 0.5
     assert sc["near"] == 1.0 and sc["far"] == 1.0 and sc["failed"]
+
+
+def test_vit_mean_differs_from_vit_local_only_in_the_window(monkeypatch):
+    """The read-out control is vit_local with a window over the whole strip: the same
+    parameters and initial weights, the same masks for the class token, and the same outputs
+    as vit_local once vit_local's window is widened to the whole strip."""
+    import torch
+
+    from vitbook.experiments import longrange
+    from vitbook.experiments.longrange_readout import build_mean, windowed_vit
+
+    cols = 16
+    x = torch.rand(3, 1, longrange.TASK["cell"], cols * longrange.TASK["cell"])
+    torch.manual_seed(0)
+    local = longrange.build("vit_local", cols).eval()
+    torch.manual_seed(0)
+    mean = build_mean(cols).eval()
+    torch.manual_seed(0)
+    same = windowed_vit(cols, longrange.LOCAL_RADIUS).eval()  # vit_local, built here
+    a, b = local.state_dict(), mean.state_dict()
+    assert list(a) == list(b) and all(a[k].shape == b[k].shape for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # same initial weights for one seed
+    torch.manual_seed(0)
+    full = longrange.build("vit", cols).state_dict()  # the full ViT starts there too
+    assert list(full) == list(b) and all(torch.equal(full[k], b[k]) for k in b)
+    assert mean.cfg.pool == local.cfg.pool == "mean"
+    with torch.no_grad():
+        assert torch.equal(same(x), local(x))
+        assert not torch.allclose(mean(x), local(x))  # the windows differ, and so do outputs
+    for lb, mb in zip(local.blocks, mean.blocks, strict=True):
+        la, ma = lb.attn.allowed, mb.attn.allowed
+        assert torch.equal(la[0], ma[0]) and torch.equal(la[:, 0], ma[:, 0])  # class token alike
+        assert int(la[0].sum()) == 1 and int(la[:, 0].sum()) == 1  # it sees only itself
+        assert bool(ma[1:, 1:].all()) and not bool(la[1:, 1:].all())  # global vs windowed
+    monkeypatch.setattr(longrange, "LOCAL_RADIUS", cols - 1)  # a window over the whole strip
+    torch.manual_seed(0)
+    wide = longrange.build("vit_local", cols).eval()
+    with torch.no_grad():
+        assert torch.equal(wide(x), mean(x))
+
+
+def test_strip_run_trains_as_longrange_run(monkeypatch):
+    """The control's training is longrange_run's, model aside: on a tiny budget the two give the
+    same record for vit_local."""
+    from vitbook.experiments import longrange
+    from vitbook.experiments.longrange_readout import strip_run
+
+    for name, value in (("N_TRAIN", 64), ("N_VAL", 32), ("N_TEST", 32), ("MAX_EPOCHS", 2)):
+        monkeypatch.setattr(longrange, name, value)
+    ours = strip_run(lambda: longrange.build("vit_local", 16), seed=1)
+    theirs = longrange.longrange_run("vit_local", seed=1)
+    for key in ("params", "val_acc", "train_acc", "best_epoch", "test_acc"):
+        assert ours[key] == theirs[key], key
+    for key in ("hit", "flagged", "distance"):
+        assert np.array_equal(ours[key], theirs[key]), key

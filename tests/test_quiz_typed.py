@@ -9,11 +9,15 @@ after its ``[=]`` item::
     - [=] {{ ch02.seq_384 }}
     {# grading: exact. Why this tolerance suits what the question asks.
        units: tokens
-       traps: 576 (the class token forgotten) | 24 (the patches along one side) #}
+       traps: {{ ch02.tokens_384 }} (the class token forgotten) | {{ ch02.grid_384 }} (the
+       patches along one side) #}
 
 ``grading:`` says how the answer is graded and why (``exact``, or the ``±`` tolerance written in
 the ``[=]`` item), ``units:`` a unit a reader may type after the number, ``traps:`` the wrong
-answers a student makes, each with what it forgets.
+answers a student makes, each with what it forgets. A trap is a quantity, so it is a fact
+(computed next to the right answer by the chapter's figure module, the slip included), resolved
+to the fact's text as the ``[=]`` item is; only a one- or two-digit integer, the question's own
+small parameter, may be typed.
 """
 
 from __future__ import annotations
@@ -24,10 +28,24 @@ import shutil
 import subprocess
 
 import pytest
-from quizspec import CHAPTERS, ROOT, SPEC, TYPED, traps, typed_questions
+import torch
+from quizspec import CHAPTERS, FACTS, ROOT, SPEC, TYPED, traps, typed_questions, written_traps
+
+from vitbook.engine import Recorder
+from vitbook.figures import (
+    ch02_solutions,
+    ch03_solutions,
+    ch04_solutions,
+    ch06_solutions,
+    ch10_solutions,
+)
+from vitbook.model import Attention, VisionTransformer, preset
+from vitbook.patches import patchify
 
 QUIZ_JS = ROOT / "docs" / "javascripts" / "quiz.js"
 QUESTIONS = typed_questions()
+#: how a trap may be written: one fact, or a one- or two-digit integer (a small parameter)
+TRAP_VALUE = re.compile(r"\{\{\s*ch\d\d\.\w+\s*\}\}|\d{1,2}")
 
 
 def grade(cases: list[tuple[str, str]]) -> list:
@@ -70,7 +88,36 @@ def test_typed_question_is_declared(q: dict) -> None:
     )
     assert len(grading) > 40, f"{q['title']}: say why this tolerance suits the question"
     assert traps(q), f"{q['title']}: list the traps a student falls into"
+    for value, _ in written_traps(q):
+        assert TRAP_VALUE.fullmatch(value), (
+            f"{q['title']}: the trap {value!r} is a typed quantity; record it as a fact in the "
+            "chapter's figure module and write {{ chNN.name }}"
+        )
+    answer = q["spec"].split("±")[0].strip()
+    assert answer not in traps(q), f"{q['title']}: a trap is the right answer, {answer}"
     assert q.get("units"), f"{q['title']}: give the unit a reader may type"
+
+
+def test_traps_are_read_from_the_facts() -> None:
+    """A trap written as a fact is the fact's text, as the page would print it; a plain small
+    number stays as written; a fact that does not exist, in a trap or its reason, is an error."""
+    q = {"traps": "{{ ch02.tokens_384 }} (the class token forgotten) | 16 (P, not N)"}
+    assert traps(q) == [FACTS["ch02"]["tokens_384"]["text"], "16"]
+    assert written_traps(q)[0] == ("{{ ch02.tokens_384 }}", "the class token forgotten")
+    with pytest.raises(KeyError, match="ch02.no_such_fact"):
+        traps({"traps": "{{ ch02.no_such_fact }} (a misspelt name)"})
+    with pytest.raises(KeyError, match="ch02.no_such_image"):
+        traps({"traps": "{{ ch02.seq_224 }} (the sequence at {{ ch02.no_such_image }} pixels)"})
+
+
+def test_a_trap_that_is_the_answer_is_caught() -> None:
+    """The checks above would catch a trap that names the answer's own fact: it resolves to the
+    answer's text, which the grader passes (the trap test fails on it) and the declaration
+    test refuses."""
+    q = next(q for q in QUESTIONS if q["item"] == "{{ ch02.seq_384 }}")
+    [same] = traps({"traps": f"{q['item']} (the right answer, listed by mistake)"})
+    assert same == q["spec"]
+    assert grade([(same, q["spec"])]) == [True]
 
 
 def test_one_answer_box_asks_one_thing() -> None:
@@ -147,3 +194,56 @@ def test_the_grader_reads_numbers_as_readers_write_them() -> None:
     got = grade([(a, s) for a, s, _ in cases])
     wrong = [(a, s, want, v) for (a, s, want), v in zip(cases, got, strict=True) if v is not want]
     assert not wrong, wrong
+
+
+def _trap_facts(item, chapter: int) -> dict:
+    rec = Recorder(chapter)
+    item(rec)
+    return {k: v["value"] for k, v in rec.facts.items()}
+
+
+def test_each_trap_fact_is_the_slip_it_names() -> None:
+    """The facts the traps name, recomputed the slow way: each is the right answer's
+    computation with the one slip its reason gives, counted on the real modules."""
+
+    def right(chapter: str, name: str):
+        return FACTS[chapter][name]["value"]
+
+    def rounded_well(rounded: int, exact: int) -> bool:  # two significant figures, not exact
+        digits = str(rounded)
+        return (
+            digits[2:] == "0" * (len(digits) - 2)
+            and abs(rounded - exact) <= 10 ** (len(digits) - 2) / 2
+            and rounded != exact
+        )
+
+    f = _trap_facts(ch02_solutions.quiz_traps, 2)
+    assert f["grid_384"] ** 2 == right("ch02", "tokens_384")  # one side of the square grid
+    assert f["seq_224"] == patchify(torch.zeros(1, 3, 224, 224), 16).shape[1] + 1
+    assert f["px_pos_from_one"] == right("ch02", "px_pos") + 1
+
+    f = _trap_facts(ch03_solutions.quiz_traps, 3)
+    conv = torch.nn.Conv2d(3, preset("vit-l/16").dim, 16, stride=16)
+    assert f["params_l_16_no_bias"] == conv.weight.numel()
+    assert f["params_l_16_no_bias"] + conv.bias.numel() == right("ch03", "params_l_16")
+    assert rounded_well(f["params_l_16_rounded"], right("ch03", "params_l_16"))
+
+    f = _trap_facts(ch04_solutions.quiz_traps, 4)
+    model = VisionTransformer(cfg=preset("vit-b/16", depth=0, num_classes=0))
+    rows, cols = model.pos_embed.shape[-2:]
+    assert f["pos_params_b16_no_cls"] == (rows - 1) * cols == right("ch04", "pos_params_b16") - cols
+    assert rounded_well(f["pos_params_b16_rounded"], right("ch04", "pos_params_b16"))
+
+    f = _trap_facts(ch06_solutions.quiz_traps, 6)
+    large = preset("vit-l/16")
+    attn = Attention(dim=large.dim, heads=large.heads)
+    weights = sum(p.numel() for n, p in attn.named_parameters() if n.endswith("weight"))
+    assert f["params_attn_l16_no_bias"] == weights
+    assert f["params_attn_l16_no_proj"] == sum(p.numel() for p in attn.qkv.parameters())
+    assert f["params_attn_l16_per_head"] == large.heads * right("ch06", "params_attn_l16")
+    assert f["l16_mlp_per_head"] * large.heads == large.mlp_dim
+
+    f = _trap_facts(ch10_solutions.quiz_traps, 10)
+    window = 7
+    assert f["win_ratio_224_side"] * window == right("ch10", "win_tokens_224")
+    assert f["win_ratio_224_side"] == right("ch10", "win_ratio_224") * window

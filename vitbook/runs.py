@@ -14,17 +14,28 @@ runs it calls, as recorded, not by the code of every experiment declared here. I
 constants and helpers from ``vitbook.experiments`` directly.
 
 Chapters 9 and 10 use the shapes runs; Chapter 4 draws the learned position embeddings of
-``pretrained_shapes_vit``; Chapter 1 uses ``longrange_run``.
+``pretrained_shapes_vit``; Chapter 1 uses ``longrange_run`` and
+``longrange_readout_run``.
 """
 
 from __future__ import annotations
 
 from vitbook.engine import cached
-from vitbook.experiments import digits, hires, leak, longrange, lrsweep, pretrain, transfer
+from vitbook.experiments import (
+    digits,
+    hires,
+    leak,
+    longrange,
+    longrange_readout,
+    lrsweep,
+    pretrain,
+    transfer,
+)
 
 KEYED_BY_RUNS = True
 
 longrange_run = cached(longrange.longrange_run)
+longrange_readout_run = cached(longrange_readout.readout_run)  # Chapter 1's read-out control
 digits_run = cached(digits.digits_run)
 participant_leak = cached(leak.participant_leak)
 # everything in Chapters 4, 9 and 10 stands on this run: it computes alike on every machine

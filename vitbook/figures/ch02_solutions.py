@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from vitbook.engine import facts
-from vitbook.figures.ch02_patches import token_table
-from vitbook.patches import patchify
+from vitbook.figures.ch02_patches import IMAGE, PIXEL, pixel_to_token, token_table
+from vitbook.patches import check_divisible, patchify
 
 
 @facts(chapter=2, id="solutions")
@@ -30,3 +30,18 @@ def solutions(rec):
     # float32 attention weights of one image, one layer, 12 heads (ViT-B), in megabytes
     rec.fact("sol_ex3_mb_per_layer", big["entries"] * 12 * 4 / 1e6, "{:,.0f}")
     return {"shape": shape, "grid": grid}
+
+
+@facts(chapter=2, id="quiz-traps")
+def quiz_traps(rec):
+    """The wrong answers the typed quiz questions must reject, computed as the right answers
+    are (``seq_384`` in ``vit_h_patch``, ``px_pos`` in ``pixel_index``), each with the slip
+    that makes it: the patches along one side at 384 pixels, the sequence at 224 pixels, and
+    the pixel's position counted from 1."""
+    p = 16
+    rows, _ = check_divisible(384, 384, p)
+    rec.fact("grid_384", rows)
+    rec.fact("seq_224", token_table(IMAGE, sizes=(p,))[p]["tokens"] + 1)
+    _, pos = pixel_to_token(*PIXEL, p, IMAGE)
+    rec.fact("px_pos_from_one", pos + 1)
+    return {"grid_384": rows, "px_pos": pos}

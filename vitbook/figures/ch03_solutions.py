@@ -44,3 +44,15 @@ def solutions(rec):
     rec.fact("sol_ex3_calc", m["patch_embed"], "{:,}")
     rec.fact("sol_ex3_share", m["patch_embed"] / m["total"], "{:.1%}")
     return {"wrong": wrong, "fixed": right}
+
+
+@facts(chapter=3, id="quiz-traps")
+def quiz_traps(rec):
+    """The wrong answers quiz 2 must reject, from the calculator that gives the right one
+    (``params_l_16`` in ``param_count``): ViT-L/16's patch embedding without its bias, and
+    rounded to two significant figures."""
+    cfg = preset("vit-l/16")
+    right = calc.param_breakdown(cfg)["patch_embed"]
+    rec.fact("params_l_16_no_bias", right - cfg.dim)  # the Conv2d weight alone
+    rec.fact("params_l_16_rounded", int(float(f"{right:.2g}")))
+    return {"right": right}

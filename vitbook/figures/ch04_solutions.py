@@ -65,3 +65,15 @@ def in_prose(rec):
     base = inspect.signature(sincos_1d).parameters["temperature"].default
     rec.fact("sincos_base", int(base), "{}")
     return {"sincos_base": base}
+
+
+@facts(chapter=4, id="quiz-traps")
+def quiz_traps(rec):
+    """The wrong answers quiz 2 must reject, from the calculator that gives the right one
+    (``pos_params_b16`` in ``pos_params``): ViT-B/16's position table without the class
+    token's row, and rounded to two significant figures."""
+    cfg = preset("vit-b/16")
+    right = param_breakdown(cfg)["pos_embed"]
+    rec.fact("pos_params_b16_no_cls", right - cfg.dim)  # one row of D numbers fewer
+    rec.fact("pos_params_b16_rounded", int(float(f"{right:.2g}")))
+    return {"right": right}

@@ -89,3 +89,19 @@ def solutions(rec):
     rec.fact("sol_ex4_ratio", (m["attn_qk"] + m["attn_av"]) / (m["qkv"] + m["proj"]), "{:.2f}")
     rec.fact("sol_ex4_equal_t", 2 * cfg.dim, "{:,}")
     return {"dists": dists}
+
+
+@facts(chapter=6, id="quiz-traps")
+def quiz_traps(rec):
+    """The wrong answers quizzes 1 and 2 must reject, from the calculator that gives the right
+    ones (``l16_head_dim`` and ``params_attn_l16`` in ``fused_qkv``): the MLP's width split by
+    the heads; ViT-L's attention parameters without the biases, without the output
+    projection, and counted once per head."""
+    large = preset("vit-l/16")
+    p = calc.param_breakdown(large)
+    D = large.dim
+    rec.fact("l16_mlp_per_head", large.mlp_dim // large.heads)
+    rec.fact("params_attn_l16_no_bias", p["attn"] - 4 * D)  # four biases of D numbers
+    rec.fact("params_attn_l16_no_proj", p["qkv"])  # queries, keys and values only
+    rec.fact("params_attn_l16_per_head", p["attn"] * large.heads)
+    return {"attn": p["attn"]}

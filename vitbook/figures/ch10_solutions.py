@@ -44,3 +44,13 @@ def in_prose(rec):
     rec.fact("win_image", WIN_IMAGE)
     rec.fact("win_image_big", WIN_IMAGE_BIG)
     return {"win_image": WIN_IMAGE, "win_image_big": WIN_IMAGE_BIG}
+
+
+@facts(chapter=10, id="quiz-traps")
+def quiz_traps(rec):
+    """The wrong answer quiz 4 must reject when it divides the global pairs by the window's
+    pairs (``win_ratio_224`` in ``ch10_inside.py``): N tokens divided by the window's side
+    (7) instead of its area."""
+    tokens, window = (WIN_IMAGE // 4) ** 2, 7  # N tokens of 4x4 pixels, 7x7 windows
+    rec.fact("win_ratio_224_side", tokens // window)  # N / M: a multiple of 49, so exact
+    return {"tokens": tokens}
