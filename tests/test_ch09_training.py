@@ -55,6 +55,30 @@ def test_digits_recipe_and_the_labs_epochs():
     assert f"EPOCHS = {fact('digits_epochs')}" in lab
 
 
+def test_a_run_below_the_line_is_counted_and_one_on_it_is_not():
+    from vitbook.figures.ch09_training import COLLAPSE_BELOW, _n_below
+
+    assert _n_below([0.25, 0.26, 0.9, COLLAPSE_BELOW]) == 2
+    assert _n_below([]) == 0
+    assert _n_below([0.5, 0.6], threshold=0.55) == 1
+
+
+def test_every_pretraining_seed_is_counted():
+    from vitbook import runs
+
+    ch = json.loads(FACTS.read_text())["ch09"]
+    assert ch["pre_seeds"]["value"] == len(runs.PRE_SEEDS) == ch["pre_acc_seeds"]["seeds"]
+    assert list(runs.PRE_SEEDS) == list(range(len(runs.PRE_SEEDS)))  # seeds 0..N-1
+
+
+def test_the_released_fine_tuning_code_warms_up_and_the_b16_grids():
+    assert fact("code_ft_warmup") == 500  # vit_jax/configs/common.py: config.warmup_steps
+    assert fact("b16_grid_224") == 14 and fact("b16_grid_384") == 24
+    # the new table's rows: one per patch of the new grid, plus the class token
+    ch08 = json.loads(FACTS.read_text())["ch08"]
+    assert ch08["tokens_384"]["value"] == fact("b16_grid_384") ** 2 + 1
+
+
 def test_pretraining_learned_something():
     chance = 1 / len(PRETRAIN_CLASSES)
     assert fact("pre_acc") > 2 * chance
@@ -66,10 +90,18 @@ def test_lr_sweep_verdicts_follow_the_rule_from_the_frozen_runs(frozen_only):
     """The best rate is the one with the best mean validation accuracy (never the test set),
     and every verdict the page prints is the book's rule applied to the runs' test scores."""
     from vitbook.experiments import stats
-    from vitbook.figures.ch09_training import LRS, RECIPE_LR, RECIPES, SEEDS, SEEDS10
+    from vitbook.figures.ch09_training import COLLAPSE_BELOW, LRS, RECIPE_LR, RECIPES, SEEDS10
 
+    assert fact("sweep_seeds") == len(SEEDS10) == fact("layers_seeds")
     for m in ("cnn", "vit_full"):
-        runs = {lr: [frozen_only.lr_run(model=m, lr=lr, seed=s) for s in SEEDS] for lr in LRS}
+        runs = {lr: [frozen_only.lr_run(model=m, lr=lr, seed=s) for s in SEEDS10] for lr in LRS}
+        for i, lr in enumerate(LRS):  # the table's failure counts, one per rate and model
+            below = sum(r["final"] < COLLAPSE_BELOW for r in runs[lr])
+            assert fact(f"lr_{m}_{i}_collapsed") == below
+            never = sum(max(r["val"]) < COLLAPSE_BELOW for r in runs[lr])
+            assert fact(f"lr_{m}_{i}_never_left") == never <= below
+            rising = sum(r["val"][-1] > r["val"][-2] for r in runs[lr])
+            assert fact(f"lr_{m}_{i}_rising") == rising
         val = [np.mean([r["val_final"] for r in runs[lr]]) for lr in LRS]
         best = LRS[int(np.argmax(val))]
         assert fact(f"lr_{m}_best") == f"{best:g}"
@@ -130,6 +162,13 @@ def test_higher_resolution_verdict_follows_the_rule_from_the_frozen_runs(frozen_
     after = {t: [frozen_only.hires_run(table=t, seed=s)["after"] for s in SEEDS]
              for t in ("interpolated", "fresh")}  # fmt: skip
     assert fact("hires_verdict") == stats.verdict(after["interpolated"], after["fresh"])
+    # before fine-tuning: the fresh tables are the runs' own draws, not one extra draw
+    before = {t: [frozen_only.hires_run(table=t, seed=s)["before"] for s in SEEDS]
+              for t in ("interpolated", "fresh")}  # fmt: skip
+    assert fact("hires_fresh_before_lo") == pytest.approx(min(before["fresh"]))
+    assert fact("hires_fresh_before_hi") == pytest.approx(max(before["fresh"]))
+    assert fact("hires_before_verdict") == stats.verdict(before["interpolated"], before["fresh"])
+    assert fact("hires_interpolated_before") == pytest.approx(np.mean(before["interpolated"]))
     assert fact("cls_untouched") == "yes"
     assert fact("new_grid") == "12×12"
 

@@ -13,6 +13,7 @@ from vitbook.analysis import interpolate_pos_embed
 from vitbook.data.shapes import FINETUNE_CLASSES, PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
 from vitbook.experiments import finetune, hires, lrsweep, pretrain, stats, transfer
+from vitbook.model import preset
 
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
@@ -60,6 +61,7 @@ def digits_curves(rec):
     loss0 = [x["history"].train_loss[0] for x in r["book"]]
     rec.fact("digits_loss_start", float(np.mean(loss0)), "{:.2f}", tol=stats.tolerance(loss0))
     rec.fact("ln10", math.log(10), "{:.2f}")
+    rec.fact("digits_lr", max(first["history"].lr), "{:g}")  # a constant rate: digits_run's
     secs = [x["history"].seconds for v in r.values() for x in v]
     rec.fact("digits_seconds", float(np.mean(secs)), "{:.0f}", measured=True)
     return {k: {"loss": [x["history"].train_loss for x in v],
@@ -138,8 +140,8 @@ def _(d, v):
 @figure(chapter=9, id="pretrain-curves", size=(7.2, 2.9), trained=True, phone_size=7.8)
 def pretrain_curves(rec):
     """The small ViT pre-trained on the six shapes: loss and accuracy per epoch, and the
-    learning rate it followed; seed 0 (the model every later run starts from) and the two
-    other seeds of the same recipe (the models Chapter 10 checks its findings on)."""
+    learning rate it followed; seed 0 (the model every later run starts from) and the other
+    seeds of the same recipe (the models Chapter 10 checks its findings on)."""
     r = runs.pretrained_shapes_vit()
     others = [runs.pretrained_shapes_vit(seed=s)["history"] for s in runs.PRE_SEEDS[1:]]
     h, cfg = r["history"], r["cfg"]
@@ -155,7 +157,8 @@ def pretrain_curves(rec):
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
     return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr,
-            "others": [{"loss": x.train_loss, "test": x.test_acc} for x in others]}  # fmt: skip
+            "others": [{"loss": x.train_loss, "test": x.test_acc} for x in others],
+            "other_seeds": list(runs.PRE_SEEDS[1:])}  # fmt: skip
 
 
 @pretrain_curves.draw
@@ -172,7 +175,8 @@ def _(d, v):
     a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], marker="o", ms=3)
     plot.label_line(a2, ep[-1], 100 * d["train"][-1] + 7, "train", c["blue"], ha="right")
     plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 7, "test", c["orange"], ha="right")
-    a2.text(ep[0], 95, "grey: test, seeds 1 and 2", color=c["muted"], fontsize=8, va="top")
+    seeds = f"seeds {d['other_seeds'][0]} to {d['other_seeds'][-1]}"
+    a2.text(ep[0], 95, f"grey: test, {seeds}", color=c["muted"], fontsize=8, va="top")
     a2.set(xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 102), title="Accuracy")
     a3.plot(ep, np.array(d["lr"]) * 1e3, color=c["green"], marker="o", ms=3)
     a3.set(xlabel="epoch", ylabel="learning rate (×10⁻³)", title="Schedule")
@@ -341,6 +345,14 @@ def lr_sweep(rec):
         for i, lr in enumerate(LRS):
             stats.record(rec, f"lr_{m}_{i}", final[m][lr])
             rec.fact(f"lr_{m}_{i}_diverged", sum(x["diverged"] for x in sweep[m][lr]), tol=1)
+            rec.fact(f"lr_{m}_{i}_collapsed", _n_below(final[m][lr]), tol=1)
+            # runs that never left chance: validation accuracy below the threshold at every epoch
+            rec.fact(f"lr_{m}_{i}_never_left", sum(max(x["val"]) < COLLAPSE_BELOW
+                                                   for x in sweep[m][lr]), tol=1)  # fmt: skip
+            # runs still rising when the budget ends: a higher validation accuracy at the last
+            # epoch than at the one before
+            rec.fact(f"lr_{m}_{i}_rising", sum(x["val"][-1] > x["val"][-2] for x in sweep[m][lr]),
+                     tol=1)  # fmt: skip
         # the best rate is chosen on the validation set; the test set only scores it
         means = [np.mean([x["val_final"] for x in sweep[m][lr]]) for lr in LRS]
         best = int(np.argmax(means))
@@ -356,14 +368,14 @@ def lr_sweep(rec):
     recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS10]
                for k in RECIPES}  # fmt: skip
     for k in RECIPES:
-        collapsed = sum(x["final"] < COLLAPSE_BELOW for x in recipes[k])
-        rec.fact(f"recipe_{k}_collapsed", collapsed, tol=1)
+        rec.fact(f"recipe_{k}_collapsed", _n_below([x["final"] for x in recipes[k]]), tol=1)
     rec.fact("collapse_below", COLLAPSE_BELOW, "{:.0%}")
     # layer-wise learning-rate decay at the best constant rate, against the plain recipe there
     best = best_lr["vit_full"]
     layered = [runs.lr_run(model="vit_full", lr=best, seed=s, recipe="layers")["final"]
                for s in SEEDS10]  # fmt: skip
     stats.record(rec, "layers_acc", layered)
+    rec.fact("layers_seeds", len(layered))
     plain = final["vit_full"][best]
     rec.fact("layers_plain", float(np.mean(plain)), "{:.1%}", tol=stats.tolerance(plain))
     rec.fact("layers_vs_plain", stats.verdict(layered, final["vit_full"][best]))
@@ -387,6 +399,12 @@ def lr_sweep(rec):
     rec.fact("sweep_seconds", secs, "{:.0f}", measured=True)
     curves = {lr: [x["val"] for x in sweep["vit_full"][lr]] for lr in LRS}
     return {"final": final, "recipes": racc, "curves": curves}
+
+
+def _n_below(accs, threshold: float = COLLAPSE_BELOW) -> int:
+    """How many runs ended below ``threshold`` test accuracy: the runs the page counts as at
+    chance (or, at the smallest rates, as having learned almost nothing yet)."""
+    return int(sum(a < threshold for a in accs))
 
 
 @lr_sweep.draw
@@ -449,8 +467,10 @@ def interpolated_pos(rec):
     _, test48 = hires.hires_data()
     test32 = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=pretrain.PRETRAIN_TEST_SEED).tensors()
     torch.manual_seed(0)
+    # the interpolated and the zero table are fixed; a fresh table is a random draw, so its
+    # accuracy before fine-tuning is read from the five fine-tuning runs' own draws (below)
     before = {t: accuracy(hires.at_resolution(pre, hires.HIRES, t), test48)
-              for t in ("interpolated", "fresh", "zero")}  # fmt: skip
+              for t in ("interpolated", "zero")}  # fmt: skip
     at32 = {"learned": accuracy(pre, test32),
             "zero": accuracy(hires.at_resolution(pre, 32, "zero"), test32)}  # fmt: skip
     for t, a in before.items():
@@ -460,6 +480,9 @@ def interpolated_pos(rec):
     rec.fact("pos_zero_drop", 100 * (at32["learned"] - at32["zero"]), "{:.1f}", tol=3.0)
     runs_ = {t: [runs.hires_run(table=t, seed=s) for s in SEEDS] for t in ("interpolated", "fresh")}
     after = {t: [x["after"] for x in v] for t, v in runs_.items()}
+    drawn = {t: [x["before"] for x in v] for t, v in runs_.items()}  # before, as each run began
+    stats.record(rec, "hires_fresh_before", drawn["fresh"])
+    rec.fact("hires_before_verdict", stats.verdict(drawn["interpolated"], drawn["fresh"]))
     for t in after:
         stats.record(rec, f"hires_{t}_after", after[t])
     rec.fact("hires_verdict", stats.verdict(after["interpolated"], after["fresh"]))
@@ -470,7 +493,7 @@ def interpolated_pos(rec):
     rec.fact("pre_acc_32", at32["learned"], "{:.1%}", tol=0.03)
     return {
         "old": old[:, dims].T.reshape(4, gh, gw), "new": new[:, dims].T.reshape(4, nh, nw),
-        "dims": dims.tolist(), "before": before, "after": after,
+        "dims": dims.tolist(), "before": before, "fresh_before": drawn["fresh"], "after": after,
     }  # fmt: skip
 
 
@@ -499,13 +522,19 @@ def _(d, v):
     ax = fig.add_subplot(grid[2, :] if phone else grid[:, 5])
     names = ["interpolated", "fresh"]
     for x, n in enumerate(names):
-        ax.plot([x - 0.2], [100 * d["before"][n]], "s", color=c["muted"], ms=6)
+        if n in d["before"]:  # a fixed table: one value
+            ax.plot([x - 0.2], [100 * d["before"][n]], "s", color=c["muted"], ms=6)
+        else:  # fresh tables: the fine-tuning runs' own draws, one square each
+            pre = 100 * np.array(d["fresh_before"])
+            spread = x - 0.2 + np.linspace(-0.08, 0.08, len(pre))  # side by side, not stacked
+            ax.plot(spread, pre, "s", color=c["muted"], ms=4)
         vals = 100 * np.array(d["after"][n])
         ax.plot(np.full(len(vals), x + 0.2), vals, "o", color=c["blue"], ms=4, mfc="none")
         ax.plot([x + 0.05, x + 0.35], [vals.mean()] * 2, color=c["blue"], lw=2)
     ax.plot([2 - 0.2], [100 * d["before"]["zero"]], "s", color=c["muted"], ms=6)
     ax.set_xticks([0, 1, 2], ["interpolated\ntable", "fresh\ntable", "zero\ntable"], fontsize=8)
-    ax.set(ylabel="test accuracy at 48×48 (%)", ylim=(0, 110), xlim=(-0.5, 2.5))
+    side = hires.HIRES
+    ax.set(ylabel=f"test accuracy at {side}×{side} (%)", ylim=(0, 110), xlim=(-0.5, 2.5))
     ax.text(-0.45, 103, "■ before, ○ after fine-tuning", fontsize=8, color=c["fg"])
     return fig
 
@@ -557,15 +586,19 @@ def _(d, v):
 def recipes(rec):
     """The paper's pre-training and fine-tuning settings (Dosovitskiy et al. 2021)."""
     rec.fact("paper_pre_batch", 4096, "{:,}")
+    rec.fact("paper_adam_beta1", 0.9)  # section 4.1, "Training & Fine-tuning": Adam, beta1, beta2
+    rec.fact("paper_adam_beta2", 0.999)
     rec.fact("paper_pre_wd", 0.1)  # Table 3: JFT-300M
     rec.fact("paper_pre_wd_21k", 0.03)  # Table 3: ImageNet-21k
     rec.fact("paper_pre_warmup", "10k")
     rec.fact("paper_ft_batch", 512)
     rec.fact("paper_ft_momentum", 0.9)
-    rec.fact("paper_ft_res", 384)
+    ft_res = 384  # Table 4 caption: fine-tuning resolution, if not mentioned otherwise
+    rec.fact("paper_ft_res", ft_res)
     rec.fact("paper_scratch_lr", "3e-3")
     rec.fact("paper_scratch_wd", 0.3)
     rec.fact("paper_scratch_epochs", 300)
+    rec.fact("paper_scratch_clip", 1)  # Table 3 caption: clipping at global norm 1 on ImageNet
     # Table 3: pre-training base rates (batch 4096, 10k warm-up steps for every model)
     rec.fact("paper_pre_lr_b", 8e-4, "{:g}")  # ViT-B/16 and B/32 on JFT-300M, 7 epochs
     rec.fact("paper_pre_lr_h", 3e-4, "{:g}")  # ViT-H/14 on JFT-300M, 14 epochs
@@ -582,6 +615,14 @@ def recipes(rec):
     rec.fact("paper_ft_steps_cifar", 10000, "{:,}")
     rec.fact("paper_ft_steps_pets", 500)  # Oxford-IIIT Pets and Oxford Flowers-102
     rec.fact("paper_ft_clip", 1)
+    # the released fine-tuning code (google-research/vision_transformer, vit_jax/configs/common.py:
+    # config.warmup_steps = 500, next to base_lr 0.03, decay_type 'cosine', batch 512,
+    # grad_norm_clip 1.0); vit_jax/train.py feeds it to a linear warm-up before SGD, momentum 0.9
+    rec.fact("code_ft_warmup", 500)
+    # ViT-B/16's patch grid at the pre-training and the fine-tuning resolution
+    b16 = preset("vit-b/16")
+    rec.fact("b16_grid_224", b16.grid[0])
+    rec.fact("b16_grid_384", dataclasses.replace(b16, image_size=ft_res).grid[0])
     # section 4.1: Table 2's ImageNet results were fine-tuned larger, with Polyak averaging
     rec.fact("paper_t2_res_l16", 512)
     rec.fact("paper_t2_res_h14", 518)
