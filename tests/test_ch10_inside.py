@@ -160,9 +160,32 @@ def test_the_across_seeds_check_measures_seed_0_as_the_figures_do():
         ("patch_on_object", "s0_on_object"), ("loc_rollout", "s0_loc_rollout"),
         ("loc_raw", "s0_loc_raw"), ("rand_corr_roll_top", "s0_rand_corr_roll_top"),
         ("loc_rollout_vs_raw", "s0_rollout_vs_raw"), ("pc1_vs_random", "s0_pc1_vs_random"),
-        ("del_rollout_vs_raw", "s0_del_rollout_vs_raw"),
+        ("del_rollout_vs_raw", "s0_del_rollout_vs_raw"), ("filter_rel_change", "s0_filter_moved"),
+        ("sim_gap_ring", "s0_gap_ring"), ("sim_ring_null_hi", "s0_null_ring"),
+        ("sim_neighbour_null_hi", "s0_null_neighbour"), ("dist_all_min", "s0_dist_min"),
+        ("dist_low_block", "s0_dist_low_block"),
     ):  # fmt: skip
         assert fact(figure_fact) == pytest.approx(fact(check_fact)), figure_fact
+
+
+@pytest.mark.slow
+def test_the_counts_over_seeds_agree_with_the_per_seed_facts():
+    """Every "in k of N" the text prints is the count of the per-seed facts it summarises."""
+    n = fact("pre_seeds")
+    for name in ("neighbour", "ring", "row"):
+        want = sum(fact(f"s{s}_gap_{name}") > fact(f"s{s}_null_{name}") for s in range(n))
+        assert fact(f"n_gap_{name}_above_null") == want, name
+    depth = fact("depth")
+    want = sum(1 < fact(f"s{s}_dist_low_block") < depth for s in range(n))
+    assert fact("n_dist_low_middle") == want
+    for verdict in ("higher", "lower", "indistinguishable"):
+        want = sum(fact(f"s{s}_del_rollout_vs_raw") == verdict for s in range(n))
+        assert fact(f"n_del_rollout_vs_raw_is_{verdict}") == want
+    # the fully random model's correlation is read against the random-pair null's range
+    for key in ("roll", "raw"):
+        mean, lo, hi = (fact(f"rand_corr_{key}_{x}") for x in ("all", "null_lo", "null_hi"))
+        want = "above" if mean > hi else "below" if mean < lo else "within"
+        assert fact(f"rand_corr_{key}_all_vs_null") == want
 
 
 def test_uniform_attention_gives_the_recorded_uniform_distance():
@@ -180,3 +203,95 @@ def test_uniform_attention_gives_the_recorded_uniform_distance():
     assert fact("image_px") == grid * patch
     self_only = torch.eye(t, dtype=torch.float64)[None, None]
     assert mean_attention_distance(self_only, grid, patch).item() == 0.0
+
+
+def test_random_model_is_the_weights_pretraining_started_from():
+    """``_random_model(seed)`` is what ``pretrain`` builds right after ``torch.manual_seed(seed)``,
+    whatever drew from torch's generator before; the randomisation check's fresh draws are
+    none of the pre-trainings' starting points."""
+    import torch
+
+    from vitbook.experiments.pretrain import SHAPES_CFG
+    from vitbook.figures.ch10_inside import FRESH_DRAWS, _fresh_model, _random_model
+    from vitbook.model import VisionTransformer
+    from vitbook.runs import PRE_SEEDS
+
+    for seed in (0, 3):
+        torch.rand(7)  # whatever came before must not matter
+        got = _random_model(seed).state_dict()
+        torch.manual_seed(seed)
+        want = VisionTransformer(cfg=SHAPES_CFG).state_dict()
+        assert got.keys() == want.keys()
+        assert all(torch.equal(got[k], want[k]) for k in want)
+    starts = [_random_model(s).patch_embed.proj.weight for s in PRE_SEEDS]
+    for i in range(FRESH_DRAWS):
+        w = _fresh_model(i).patch_embed.proj.weight
+        assert not any(torch.equal(w, s) for s in starts)
+
+
+def test_relative_change():
+    import torch
+
+    from vitbook.figures.ch10_inside import _rel_change
+
+    w0 = torch.randn(4, 3, 2, 2)
+    assert _rel_change(w0, w0) == 0.0
+    assert _rel_change(3 * w0, w0) == pytest.approx(2.0)
+    assert _rel_change(torch.zeros_like(w0), w0) == pytest.approx(1.0)
+
+
+def test_position_null_separates_a_ring_code_from_a_random_table():
+    """A ring-coded table's ring gap lies far above its shuffled null; a table of independent
+    random vectors has no gap beyond its null's upper end."""
+    from vitbook.figures.ch10_inside import _rings, position_null, position_summary
+
+    rng = np.random.default_rng(1)
+    ring = _rings((8, 8))
+    codes = {r: rng.standard_normal(64) for r in set(ring.tolist())}
+    table = np.stack([codes[r] for r in ring]) + 0.5 * rng.standard_normal((64, 64))
+    model = _with_table(table.astype(np.float32))
+    null = position_null(model, draws=500)
+    gap, hi = null["ring"]
+    summary = position_summary(model)
+    assert gap == pytest.approx(summary["far_same_ring"] - summary["far_other_ring"])
+    assert gap > 0.5 and hi < 0.2
+    flat = position_null(_with_table(rng.standard_normal((64, 64)).astype(np.float32)), draws=500)
+    for gap, hi in flat.values():
+        assert gap < hi
+
+
+def test_paired_verdict_and_low_block():
+    from vitbook.figures.ch10_inside import _low_block, _paired
+
+    rng = np.random.default_rng(0)
+    b = rng.random(200)
+    assert _paired(b - 0.1, b) == "lower"
+    assert _paired(b + 0.1, b) == "higher"
+    assert _paired(b + np.tile([0.1, -0.1], 100), b) == "indistinguishable"  # mean change 0
+    dist = np.array([[16.5, 16.4], [15.7, 15.9], [16.0, 16.1], [16.3, 16.4]])
+    assert _low_block(dist) == 2
+
+
+def test_deletion_gives_one_curve_per_image_and_a_fully_random_model_matches_itself():
+    import torch
+
+    from vitbook.figures.ch10_inside import (
+        DELETE_STEPS,
+        FRESH_DRAWS,
+        _deletion,
+        _fresh_model,
+        _fully_random,
+        _maps,
+    )
+
+    x = torch.randn(6, 3, 32, 32)
+    model = _fresh_model(0)
+    order = np.stack([np.random.default_rng(i).permutation(64) for i in range(6)])
+    p = _deletion(model, x, order, DELETE_STEPS, (8, 8), 4)
+    assert p.shape == (6, len(DELETE_STEPS)) and ((p >= 0) & (p <= 1)).all()
+    raw, roll, _ = _maps(model, x, (8, 8))
+    full, null = _fully_random((raw, roll), x, (8, 8))
+    assert full["roll"][0] == pytest.approx(1.0) and full["raw"][0] == pytest.approx(1.0)
+    assert len(full["roll"]) == FRESH_DRAWS
+    assert len(null["roll"]) == FRESH_DRAWS * (FRESH_DRAWS - 1) // 2
+    assert all(-1 <= c <= 1 for c in null["roll"] + null["raw"])

@@ -213,14 +213,14 @@ def test_ln_ten_is_the_loss_of_a_uniform_ten_class_softmax():
     assert f"{loss:.1f}" == f"{_facts(ch09_solutions.in_prose, 9)['ln_ten']:.1f}"
 
 
-def test_deletion_verdict_obeys_the_quoted_margin():
-    margin = _facts(ch10_solutions.in_prose, 10)["del_margin"]
-    rollout, raw = _recorded("ch10", "del_rollout"), _recorded("ch10", "del_raw")
-    verdict = _recorded("ch10", "del_rollout_vs_raw")
-    if abs(rollout - raw) <= margin:
-        assert verdict == "about the same"
-    else:
-        assert verdict == ("lower" if rollout < raw else "higher")
+def test_deletion_verdicts_obey_their_quoted_intervals():
+    """Rollout's deletion area against another map's is lower or higher exactly when the
+    quoted 95% interval of the paired difference excludes zero."""
+    for other in ("raw", "saliency"):
+        lo = _recorded("ch10", f"del_rollout_minus_{other}_lo")
+        hi = _recorded("ch10", f"del_rollout_minus_{other}_hi")
+        want = "lower" if hi < 0 else "higher" if lo > 0 else "indistinguishable"
+        assert _recorded("ch10", f"del_rollout_vs_{other}") == want
 
 
 def test_a_number_in_math_clothing_counts_outside_the_exercises():

@@ -16,7 +16,7 @@ from vitbook.analysis import (
 from vitbook.data.shapes import PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
 from vitbook.experiments import stats
-from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED
+from vitbook.experiments.pretrain import PRETRAIN_TEST_SEED, SHAPES_CFG
 from vitbook.model import VisionTransformer
 
 N_TEST = 1000  # test images for the measured scores
@@ -27,7 +27,12 @@ SHOW = 6  # images drawn in the rollout figure
 RANDOM_DRAWS = 200  # random filter banks for the spectrum's baseline
 DELETE_IMAGES = 300  # test images of the deletion curve
 DELETE_STEPS = np.linspace(0, 0.5, 9)  # shares of patches deleted
-DEL_MARGIN = 0.05  # two deletion-curve areas closer than this are "about the same"
+# Random weights that no pre-training started from: the randomisation check re-initialises with
+# the draws of torch seeds FRESH_SEED, FRESH_SEED + 1, ... (the pre-training seeds are 0 to N - 1)
+FRESH_SEED = 1000
+FRESH_DRAWS = 6  # fully random models: the check's last point and its null (pairs of them)
+POS_SHUFFLES = 2000  # permutations of the position table over the grid: the similarities' null
+POS_NULL_QUANTILE = 0.975  # the gap quoted for the shuffles: this share of them stays below it
 
 
 def _model(seed: int = 0) -> VisionTransformer:
@@ -37,9 +42,24 @@ def _model(seed: int = 0) -> VisionTransformer:
 
 
 def _random_model(seed: int = 0) -> VisionTransformer:
-    """The same architecture with fresh weights (the model before pre-training)."""
+    """The weights pre-training ``seed`` started from: ``pretrain`` seeds torch and builds the
+    model before anything else draws from the generator, and so does this (loading a frozen
+    model first would draw from it and give other weights)."""
     torch.manual_seed(seed)
-    return VisionTransformer(cfg=_model().cfg).eval()
+    return VisionTransformer(cfg=SHAPES_CFG).eval()
+
+
+def _fresh_model(draw: int = 0) -> VisionTransformer:
+    """Random weights of the same architecture that no pre-training started from (torch seed
+    ``FRESH_SEED + draw``): what the randomisation check re-initialises with."""
+    return _random_model(FRESH_SEED + draw)
+
+
+def _rel_change(w: torch.Tensor, w0: torch.Tensor) -> float:
+    """||w - w0|| / ||w0|| (Frobenius): how far ``w`` has moved from ``w0``, in units of
+    ``w0``'s norm."""
+    w, w0 = w.detach().double(), w0.detach().double()
+    return float((w - w0).norm() / w0.norm())
 
 
 def _random_spectra() -> np.ndarray:
@@ -69,7 +89,8 @@ def embedding_filters(rec):
     """Principal components of the patch-embedding filters (the Conv2d weight, D filters of
     3×4×4 values), each shown as a 4×4 RGB patch, with the variance each explains, against
     random filter banks of the same shape."""
-    w = _model().patch_embed.proj.weight.detach().double()  # (D, 3, P, P)
+    trained = _model().patch_embed.proj.weight.detach()
+    w = trained.double()  # (D, 3, P, P)
     D, C, P, _ = w.shape
     flat = w.reshape(D, -1)  # (D, 3 P^2)
     flat = flat - flat.mean(0, keepdim=True)
@@ -77,7 +98,8 @@ def embedding_filters(rec):
     var = (s**2 / (s**2).sum()).numpy()
     comps = vt[:12].reshape(12, C, P, P).numpy()
     rand = _random_spectra()
-    init = _spectrum(_random_model().patch_embed.proj.weight.detach())  # before training
+    w0 = _random_model().patch_embed.proj.weight.detach()  # the filters seed 0 started from
+    init = _spectrum(w0)
     r_pc1 = np.quantile(rand[:, 0], [0.025, 0.5, 0.975])
     r_90 = (np.cumsum(rand, 1) < 0.9).sum(1) + 1
     rec.fact("filter_count", D)
@@ -92,6 +114,11 @@ def embedding_filters(rec):
     rec.fact("rand_draws", RANDOM_DRAWS)
     rec.fact("init_pc1_var", init[0], "{:.0%}")
     rec.fact("pc1_vs_random", _vs_range(var[0], r_pc1[0], r_pc1[2]))
+    # did training move the filters? their change from the true initialisation, against their
+    # distance from random filters they did not start from
+    rec.fact("filter_rel_change", _rel_change(trained, w0), "{:.0%}", tol=0.05)
+    other = _fresh_model().patch_embed.proj.weight
+    rec.fact("filter_rel_change_other", _rel_change(trained, other), "{:.0%}", tol=0.05)
     return {"comps": comps, "var": var, "rand_lo": np.quantile(rand, 0.025, 0),
             "rand_hi": np.quantile(rand, 0.975, 0)}  # fmt: skip
 
@@ -132,6 +159,12 @@ def pos_similarity(rec):
     sim = cosine_similarity_map(model.pos_embed.detach(), (gh, gw)).numpy()  # (gh, gw, gh, gw)
     for name, value in position_summary(model).items():
         rec.fact(f"sim_{name}", value, "{:.2f}")
+    # the gaps the text reads, against the same table's vectors shuffled over the grid
+    for name, (gap, null_hi) in position_null(model).items():
+        rec.fact(f"sim_gap_{name}", gap, "{:.2f}")
+        rec.fact(f"sim_{name}_null_hi", null_hi, "{:.2f}")
+    rec.fact("pos_shuffles", POS_SHUFFLES, "{:,}")
+    rec.fact("pos_null_quantile", POS_NULL_QUANTILE, "{:.1%}")
     # what a patch's distance from the centre says about the task: how often the object's box
     # covers the patch's centre, on the innermost and the outermost ring of patches
     s, _ = _test_set()
@@ -158,14 +191,51 @@ def position_summary(model: VisionTransformer) -> dict[str, float]:
     far apart (half a grid width or more) at the same or another distance from the centre
     (the ring of a square around it)."""
     gh, gw = model.cfg.grid
-    flat = cosine_similarity_map(model.pos_embed.detach(), (gh, gw)).numpy().reshape(gh * gw, -1)
+    flat = _pos_similarity(model)
+    return {name: float(flat[mask].mean()) for name, mask in _pair_kinds((gh, gw)).items()}
+
+
+def _pos_similarity(model: VisionTransformer) -> np.ndarray:
+    """(N, N) cosine similarity between the learned position vectors of the patches."""
+    gh, gw = model.cfg.grid
+    sim = cosine_similarity_map(model.pos_embed.detach(), (gh, gw)).numpy()
+    return sim.reshape(gh * gw, -1)
+
+
+#: The gaps the text reads in the position table: (kind of pairs, kind it is compared with).
+POS_GAPS = {"neighbour": ("neighbour", "far"), "ring": ("far_same_ring", "far_other_ring"),
+            "row": ("same_row", "other")}  # fmt: skip
+
+
+def position_null(model: VisionTransformer, draws: int = POS_SHUFFLES, seed: int = 0):
+    """For each gap of :data:`POS_GAPS`: the gap in ``model``'s table, and the 97.5% quantile of
+    the same gap when the table's vectors are shuffled over the grid (``draws`` seeded
+    permutations), which keeps every similarity and breaks only where the vectors sit."""
+    gh, gw = model.cfg.grid
+    n = gh * gw
+    sim = _pos_similarity(model)
+    kinds = _pair_kinds((gh, gw))
+    rng = np.random.default_rng(seed)
+    perm = np.stack([rng.permutation(n) for _ in range(draws)])  # (draws, N)
+    shuffled = sim[perm[:, :, None], perm[:, None, :]]  # (draws, N, N); the diagonal stays put
+    out = {}
+    for name, (a, b) in POS_GAPS.items():
+        gap = sim[kinds[a]].mean() - sim[kinds[b]].mean()
+        null = shuffled[:, kinds[a]].mean(1) - shuffled[:, kinds[b]].mean(1)
+        out[name] = (float(gap), float(np.quantile(null, POS_NULL_QUANTILE)))
+    return out
+
+
+def _pair_kinds(grid: tuple[int, int]) -> dict[str, np.ndarray]:
+    """(N, N) bool masks of the kinds of patch pairs :func:`position_summary` averages over."""
+    gh, gw = grid
     r, c = np.divmod(np.arange(gh * gw), gw)
     dist = np.abs(r[:, None] - r[None]) + np.abs(c[:, None] - c[None])  # Manhattan, in patches
     ring = _rings((gh, gw))
     same_r, same_c = r[:, None] == r[None], c[:, None] == c[None]
     apart = dist > 0
     far = dist >= max(gh, gw) // 2
-    pairs = {
+    return {
         "neighbour": dist == 1,
         "far": dist >= gh,
         "same_row": same_r & apart,
@@ -176,7 +246,6 @@ def position_summary(model: VisionTransformer) -> dict[str, float]:
         "far_same_ring": far & (ring[:, None] == ring[None]),
         "far_other_ring": far & (ring[:, None] != ring[None]),
     }
-    return {name: float(flat[mask].mean()) for name, mask in pairs.items()}
 
 
 @pos_similarity.draw
@@ -239,6 +308,12 @@ def attention_distance(rec):
         ("dist_last_mean", dist[-1].mean()),
     ):
         rec.fact(name, float(val), "{:.1f}", tol=0.5)  # fmt: skip
+    # every block and head, and the depth where the heads look closest
+    rec.fact("dist_all_min", float(dist.min()), "{:.1f}", tol=0.5)
+    rec.fact("dist_all_max", float(dist.max()), "{:.1f}", tol=0.5)
+    block = dist.mean(1)
+    rec.fact("dist_low_block", _low_block(dist))
+    rec.fact("dist_low_block_mean", float(block.min()), "{:.1f}", tol=0.5)
     rec.fact("dist_random_min", float(rdist.min()), "{:.1f}")
     rec.fact("dist_random_max", float(rdist.max()), "{:.1f}")
     uniform = _uniform_distance(cfg)
@@ -255,6 +330,11 @@ def attention_distance(rec):
     rec.fact("image_px", cfg.image_hw[0])
     rec.fact("dist_images", n)
     return {"dist": dist, "rdist": rdist, "uniform": uniform}
+
+
+def _low_block(dist: np.ndarray) -> int:
+    """The block (counted from 1) whose heads' mean attention distance is lowest."""
+    return int(dist.mean(1).argmin()) + 1
 
 
 def _distances(model: VisionTransformer, x: torch.Tensor) -> np.ndarray:
@@ -464,12 +544,13 @@ def _rank_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (ra * rb).sum(1) / np.sqrt((ra**2).sum(1) * (rb**2).sum(1))
 
 
-def _randomised(model, k: int, seed: int = 0):
+def _randomised(model, k: int, draw: int = 0):
     """``model`` with its top ``k`` blocks (and for k > depth the final norm, the
-    embeddings too) replaced by fresh weights: cascading randomisation (Adebayo et al.)."""
+    embeddings too) replaced by fresh weights (:func:`_fresh_model` ``draw``): cascading
+    randomisation (Adebayo et al.)."""
     import copy
 
-    fresh = _random_model(seed)
+    fresh = _fresh_model(draw)
     m = copy.deepcopy(model)
     depth = len(m.blocks)
     for i in range(depth - 1, depth - 1 - min(k, depth), -1):
@@ -481,9 +562,9 @@ def _randomised(model, k: int, seed: int = 0):
 
 @torch.no_grad()
 def _deletion(model, x, order, steps, grid, patch):
-    """Probability of each image's predicted class as the top-ranked patches (``order``:
-    (n, N) patch indices, most important first) are replaced by flat mid-grey (0 after
-    normalisation), not by the textured background."""
+    """(n, steps): probability of each image's predicted class as the top-ranked patches
+    (``order``: (n, N) patch indices, most important first) are replaced by flat mid-grey (0
+    after normalisation), not by the textured background."""
     gh, gw = grid
     n = len(x)
     pred = model(x).argmax(-1)
@@ -497,53 +578,80 @@ def _deletion(model, x, order, steps, grid, patch):
         pix = mask.reshape(n, 1, gh, 1, gw, 1).expand(n, 1, gh, patch, gw, patch)
         pix = pix.reshape(n, 1, gh * patch, gw * patch).expand_as(xd)
         xd[pix] = 0.0  # 0 after normalisation is the grey MEAN
-        p = model(xd).softmax(-1).gather(1, pred[:, None])[:, 0]
-        out.append(float(p.mean()))
-    return np.array(out)
+        out.append(model(xd).softmax(-1).gather(1, pred[:, None])[:, 0].numpy())
+    return np.stack(out, 1)
 
 
 @figure(chapter=10, id="map-checks", size=(7.2, 3.0), trained=True, phone_size=6.4)
 def map_checks(rec):
     """Left: how much the maps change when the model's weights are randomised from the top
-    block down (rank correlation with the trained model's maps). Right: the predicted class's
-    probability as patches are deleted in the order each map ranks them, and at random."""
+    block down (rank correlation with the trained model's maps), and how much the maps of two
+    unrelated random models agree. Right: the predicted class's probability as patches are
+    deleted in the order each map ranks them, and at random."""
     model = _model()
     s, x = _test_set()
     n = DELETE_IMAGES
-    corr, curves, area = _checks(model, s, x[:n])
-    rec.fact("rand_corr_roll_top", corr["roll"][0], "{:.2f}", tol=0.1)
-    rec.fact("rand_corr_roll_all", corr["roll"][-1], "{:.2f}", tol=0.1)
-    rec.fact("rand_corr_raw_top", corr["raw"][0], "{:.2f}", tol=0.1)
-    rec.fact("rand_corr_raw_all", corr["raw"][-1], "{:.2f}", tol=0.1)
+    depth = model.cfg.depth
+    corr, curves, area, maps = _checks(model, s, x[:n])
+    full, null = _fully_random(maps, x[:n], model.cfg.grid)
+    # each step a mean over the fresh draws, with its lowest and highest draw
+    for key in ("roll", "raw"):
+        for step, level in (("top", 0), ("blocks", depth - 1)):
+            per_draw = corr[key][:, level]
+            rec.fact(f"rand_corr_{key}_{step}", float(per_draw.mean()), "{:.2f}", tol=0.1)
+            rec.fact(f"rand_corr_{key}_{step}_lo", float(per_draw.min()), "{:.2f}", tol=0.1)
+            rec.fact(f"rand_corr_{key}_{step}_hi", float(per_draw.max()), "{:.2f}", tol=0.1)
+    # every weight random: one value per fresh draw, against pairs of fresh draws (the null)
+    for key in ("roll", "raw"):
+        rec.fact(f"rand_corr_{key}_all", float(np.mean(full[key])), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_all_lo", min(full[key]), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_all_hi", max(full[key]), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_null_lo", min(null[key]), "{:.2f}")
+        rec.fact(f"rand_corr_{key}_null_hi", max(null[key]), "{:.2f}")
+        rec.fact(f"rand_corr_{key}_null", float(np.mean(null[key])), "{:.2f}")
+        rec.fact(f"rand_corr_{key}_all_vs_null",
+                 _vs_range(float(np.mean(full[key])), min(null[key]), max(null[key])))  # fmt: skip
+    rec.fact("rand_fresh_draws", FRESH_DRAWS)
+    rec.fact("rand_null_pairs", len(null["roll"]))
     for k, a in area.items():
-        rec.fact(f"del_{k}", a, "{:.2f}", tol=0.05)
+        rec.fact(f"del_{k}", float(a.mean()), "{:.2f}", tol=0.05)
     step = int(np.searchsorted(DELETE_STEPS, 0.25))
     for k, cur in curves.items():
         rec.fact(f"del_{k}_25", cur[step], "{:.0%}", tol=0.05)
     rec.fact("del_images", n)
     rec.fact("del_max_share", DELETE_STEPS[-1], "{:.0%}")
-    rec.fact("del_rollout_vs_raw", _deletion_verdict(area))
-    return {"corr": corr, "curves": curves, "steps": DELETE_STEPS, "depth": model.cfg.depth}
+    for other in ("raw", "saliency"):
+        lo, hi = stats.interval(area["rollout"] - area[other])
+        rec.fact(f"del_rollout_minus_{other}_lo", lo, "{:+.2f}", tol=0.05)
+        rec.fact(f"del_rollout_minus_{other}_hi", hi, "{:+.2f}", tol=0.05)
+        rec.fact(f"del_rollout_vs_{other}", _paired(area["rollout"], area[other]))
+    return {"corr": corr, "full": full, "null": null, "curves": curves, "steps": DELETE_STEPS,
+            "depth": depth}  # fmt: skip
 
 
-def _deletion_verdict(area: dict[str, float]) -> str:
-    """Rollout's deletion area against the raw map's (:data:`DEL_MARGIN` or less: the same)."""
-    d = area["rollout"] - area["raw"]
-    return "lower" if d < -DEL_MARGIN else "higher" if d > DEL_MARGIN else "about the same"
+def _paired(a: np.ndarray, b: np.ndarray) -> str:
+    """``a`` against ``b``, paired per image: lower or higher when the 95% bootstrap interval
+    (over images) of the mean difference a - b excludes zero, else indistinguishable."""
+    lo, hi = stats.interval(a - b)
+    return "lower" if hi < 0 else "higher" if lo > 0 else "indistinguishable"
 
 
-def _checks(model: VisionTransformer, s, x: torch.Tensor):
+def _checks(model: VisionTransformer, s, x: torch.Tensor, levels: int | None = None):
     """The randomisation check (rank correlation of each map with the maps of ``model`` with
-    its top 1, 2, ... blocks and then all its weights re-initialised) and the deletion curves
-    (by rollout, raw attention, colour saliency and at random) with their areas, on ``x``."""
+    its top 1, 2, ..., ``levels`` blocks re-initialised, (draws, levels): once with each of the
+    :data:`FRESH_DRAWS` fresh draws) and the deletion curves (by rollout, raw attention, colour
+    saliency and at random) with each image's area under them, on ``x``; also the trained
+    model's maps."""
     cfg = model.cfg
     n = len(x)
     raw, roll, _ = _maps(model, x, cfg.grid)
-    corr = {"raw": [], "roll": []}
-    for k in range(1, cfg.depth + 2):
-        r_raw, r_roll, _ = _maps(_randomised(model, k), x, cfg.grid)
-        corr["raw"].append(float(_rank_corr(raw, r_raw).mean()))
-        corr["roll"].append(float(_rank_corr(roll, r_roll).mean()))
+    levels = cfg.depth if levels is None else levels
+    corr = {"raw": np.zeros((FRESH_DRAWS, levels)), "roll": np.zeros((FRESH_DRAWS, levels))}
+    for draw in range(FRESH_DRAWS):
+        for k in range(1, levels + 1):
+            r_raw, r_roll, _ = _maps(_randomised(model, k, draw), x, cfg.grid)
+            corr["raw"][draw, k - 1] = _rank_corr(raw, r_raw).mean()
+            corr["roll"][draw, k - 1] = _rank_corr(roll, r_roll).mean()
     rng = np.random.default_rng(0)
     N = cfg.num_patches
     orders = {
@@ -554,10 +662,28 @@ def _checks(model: VisionTransformer, s, x: torch.Tensor):
         ),  # fmt: skip
         "random": np.stack([rng.permutation(N) for _ in range(n)]),
     }
-    curves = {k: _deletion(model, x, o, DELETE_STEPS, cfg.grid, cfg.patch_size)
-              for k, o in orders.items()}  # fmt: skip
-    area = {k: float(np.trapezoid(c, DELETE_STEPS) / DELETE_STEPS[-1]) for k, c in curves.items()}
-    return corr, curves, area
+    probs = {k: _deletion(model, x, o, DELETE_STEPS, cfg.grid, cfg.patch_size)
+             for k, o in orders.items()}  # fmt: skip
+    curves = {k: p.mean(0) for k, p in probs.items()}
+    area = {k: np.trapezoid(p, DELETE_STEPS, axis=1) / DELETE_STEPS[-1] for k, p in probs.items()}
+    return corr, curves, area, (raw, roll)
+
+
+def _fully_random(maps, x: torch.Tensor, grid):
+    """The randomisation check's last step, every weight random, on :data:`FRESH_DRAWS` fresh
+    draws: each draw's rank correlation with the trained ``maps`` (raw, rollout), and its null,
+    the rank correlation between the maps of every pair of draws (two models that learned
+    nothing, so whatever they share comes from the input and the method)."""
+    from itertools import combinations
+
+    raw, roll = maps
+    drawn = [_maps(_fresh_model(i), x, grid)[:2] for i in range(FRESH_DRAWS)]
+    full = {"raw": [float(_rank_corr(raw, r).mean()) for r, _ in drawn],
+            "roll": [float(_rank_corr(roll, r).mean()) for _, r in drawn]}  # fmt: skip
+    pairs = list(combinations(drawn, 2))
+    null = {"raw": [float(_rank_corr(a[0], b[0]).mean()) for a, b in pairs],
+            "roll": [float(_rank_corr(a[1], b[1]).mean()) for a, b in pairs]}  # fmt: skip
+    return full, null
 
 
 @map_checks.draw
@@ -566,9 +692,24 @@ def _(d, v):
     fig, (a1, a2) = plot.subplots(v, 1, 2, phone_cols=1)
     depth = d["depth"]
     x = np.arange(1, depth + 2)
-    a1.plot(x, d["corr"]["roll"], "o-", color=c["green"], label="rollout")
-    a1.plot(x, d["corr"]["raw"], "s--", color=c["blue"], label="last-layer CLS")
-    a1.set_xticks(x, [f"top {k}" for k in range(1, depth + 1)] + ["all"], fontsize=8)
+    for key, name, mark, col in (("roll", "rollout", "o", "green"),
+                                 ("raw", "last-layer CLS", "s", "blue")):  # fmt: skip
+        # (draws, steps): each fresh draw's cascade, then its fully random model
+        per_draw = np.column_stack([d["corr"][key], d["full"][key]])
+        line = "-" if key == "roll" else "--"
+        a1.plot(x, per_draw.mean(0), mark + line, color=c[col], label=name)
+        off = 0.12 if key == "roll" else -0.12
+        for draw in per_draw:
+            a1.plot(x + off, draw, mark, ms=2.5, color=c[col], alpha=0.5, lw=0)
+        # the null: two random models against each other, every pair of draws
+        null = d["null"][key]
+        a1.plot(np.full(len(null), depth + 2 + off), null, mark, ms=2.5, color=c[col],
+                alpha=0.5, lw=0)  # fmt: skip
+        a1.plot([depth + 2], [np.mean(null)], mark, color=c[col])
+    a1.axvline(depth + 1.5, color=c["muted"], lw=0.8, ls=":")
+    a1.set_xticks(np.arange(1, depth + 3),
+                  [f"top {k}" for k in range(1, depth + 1)] + ["all", "random\npair"],
+                  fontsize=8)  # fmt: skip
     a1.axhline(0, color=c["muted"], lw=0.8)
     a1.set(xlabel="blocks re-initialised", ylabel="rank correlation with trained map",
            ylim=(-0.5, 1.05), title="Randomisation check")  # fmt: skip
@@ -579,7 +720,7 @@ def _(d, v):
     for k, cur in d["curves"].items():
         a2.plot(100 * d["steps"], 100 * cur, "o-", ms=3, color=cols[k], label=names[k])
     a2.set(
-        xlabel="patches deleted, most important first (%)",
+        xlabel="patches deleted (%), most important first",
         ylabel="probability of predicted class (%)",
         ylim=(0, 102),
         title="Deletion curve",
@@ -589,25 +730,35 @@ def _(d, v):
 
 
 # --8<-- [start:findings]
-def findings(model: VisionTransformer) -> dict[str, float | str]:
-    """The chapter's measurements of one pre-trained model, each as the figures compute it:
-    test accuracy, the first filter component against random banks, the position
-    similarities, attention distances and the attention on the object, the localisation hit
-    rates with their verdicts, the randomisation check and the deletion verdict."""
+def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
+    """The chapter's measurements of one pre-trained model (from pre-training ``seed``), each
+    as the figures compute it: test accuracy, the first filter component against random banks
+    and how far the filters moved from their initialisation, the position similarities and
+    their gaps against shuffled tables, attention distances and the attention on the object,
+    the localisation hit rates with their verdicts, the randomisation check and the deletion
+    verdict."""
     s, x = _test_set()
-    var = _spectrum(model.patch_embed.proj.weight.detach())
+    w = model.patch_embed.proj.weight
+    var = _spectrum(w.detach())
     r_pc1 = np.quantile(_random_spectra()[:, 0], [0.025, 0.975])
     dist = _distances(model, x[:DIST_IMAGES])
     share, area = _on_object(model, s, x, DIST_IMAGES)
     hits, _, (_, _, pred) = localisation(model, s, x)
-    corr, _, area_del = _checks(model, s, x[:DELETE_IMAGES])
+    corr, _, area_del, _ = _checks(model, s, x[:DELETE_IMAGES], levels=1)
+    null = position_null(model)
     return {
         "acc": float((pred == s.labels).mean()),
         "pc1_var": float(var[0]),
         "pc1_vs_random": _vs_range(var[0], *r_pc1),
+        "filter_moved": _rel_change(w, _random_model(seed).patch_embed.proj.weight),
         **{f"sim_{k}": v for k, v in position_summary(model).items()},
+        **{f"gap_{k}": gap for k, (gap, _) in null.items()},
+        **{f"null_{k}": hi for k, (_, hi) in null.items()},
         "dist_l1_mean": float(dist[0].mean()),
         "dist_last_mean": float(dist[-1].mean()),
+        "dist_min": float(dist.min()),
+        "dist_max": float(dist.max()),
+        "dist_low_block": _low_block(dist),
         "on_object": float(share.mean()),
         # "higher": more attention on the object than uniform attention would give it
         "on_object_vs_uniform": {"below": "higher", "above": "lower"}.get(
@@ -617,8 +768,8 @@ def findings(model: VisionTransformer) -> dict[str, float | str]:
         "loc_raw": float(hits["raw"].mean()),
         "rollout_vs_raw": _overlap(hits["rollout"], hits["raw"]),
         "rollout_vs_saliency": _overlap(hits["rollout"], hits["saliency"]),
-        "rand_corr_roll_top": corr["roll"][0],
-        "del_rollout_vs_raw": _deletion_verdict(area_del),
+        "rand_corr_roll_top": float(corr["roll"][:, 0].mean()),
+        "del_rollout_vs_raw": _paired(area_del["rollout"], area_del["raw"]),
     }
     # --8<-- [end:findings]
 
@@ -627,15 +778,22 @@ def findings(model: VisionTransformer) -> dict[str, float | str]:
 #: two decimals, distances in pixels with one).
 FINDING_FORMAT = {"acc": "{:.1%}", "pc1_var": "{:.0%}", "on_object": "{:.0%}",
                   "loc_rollout": "{:.1%}", "loc_raw": "{:.1%}", "dist_l1_mean": "{:.1f}",
-                  "dist_last_mean": "{:.1f}"}  # fmt: skip
+                  "dist_last_mean": "{:.1f}", "dist_min": "{:.1f}", "dist_max": "{:.1f}",
+                  "dist_low_block": "{:d}", "filter_moved": "{:.0%}"}  # fmt: skip
+
+
+#: Every verdict a finding can give: the across-seeds check counts the models with each.
+VERDICTS = ("higher", "lower", "indistinguishable", "above", "below", "within")
 
 
 @facts(chapter=10, id="across-seeds", trained=True)
 def across_seeds(rec):
-    """Every finding of the chapter measured on the three pre-trained models (seeds 0, 1, 2 of
+    """Every finding of the chapter measured on every pre-trained model (seeds 0 to N - 1 of
     Chapter 9's pre-training): which of them hold for every model, and which for seed 0 only."""
-    rows = {seed: findings(_model(seed)) for seed in runs.PRE_SEEDS}
+    rows = {seed: findings(_model(seed), seed) for seed in runs.PRE_SEEDS}
     rec.fact("pre_seeds", len(runs.PRE_SEEDS))
+    rec.fact("pre_seeds_more", len(runs.PRE_SEEDS) - 1)
+    rec.fact("pre_seed_last", max(runs.PRE_SEEDS))
     for name in rows[0]:
         values = [rows[seed][name] for seed in runs.PRE_SEEDS]
         for seed, value in zip(runs.PRE_SEEDS, values, strict=True):
@@ -645,6 +803,8 @@ def across_seeds(rec):
                 rec.fact(f"s{seed}_{name}", value, FINDING_FORMAT.get(name, "{:.2f}"))
         if isinstance(values[0], str):  # a verdict: the same for every model, or not
             rec.fact(f"all_{name}", values[0] if len(set(values)) == 1 else "mixed")
+            for verdict in VERDICTS:  # and in how many models each verdict came out
+                rec.fact(f"n_{name}_is_{verdict}", values.count(verdict))
         else:  # the range over the models
             fmt = FINDING_FORMAT.get(name, "{:.2f}")
             rec.fact(f"min_{name}", min(values), fmt)
@@ -654,6 +814,16 @@ def across_seeds(rec):
     blocks = ("dist_l1_mean", "dist_last_mean")
     dev = max(abs(r[k] - uniform) for r in rows.values() for k in blocks)
     rec.fact("dist_max_dev", dev, "{:.1f}")
+    # ... and every head of every block, and where the dip is: the block with the lowest mean
+    # is a middle one (neither the first nor the last) in how many models
+    head_dev = max(abs(r[k] - uniform) for r in rows.values() for k in ("dist_min", "dist_max"))
+    rec.fact("dist_head_max_dev", head_dev, "{:.1f}")
+    depth = _model().cfg.depth
+    rec.fact("n_dist_low_middle", sum(1 < r["dist_low_block"] < depth for r in rows.values()))
+    # the position gaps against their shuffled-table null: in how many models above it
+    for name in POS_GAPS:
+        rec.fact(f"n_gap_{name}_above_null",
+                 sum(r[f"gap_{name}"] > r[f"null_{name}"] for r in rows.values()))  # fmt: skip
     # the position code: how many models have each ordering of similarities
     for a, b in (("neighbour", "far"), ("mirror_lr", "neighbour"), ("mirror_tb", "neighbour"),
                  ("far_same_ring", "far_other_ring"), ("same_row", "same_col")):  # fmt: skip

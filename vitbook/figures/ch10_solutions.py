@@ -6,7 +6,7 @@ import torch
 
 from vitbook.analysis import mean_attention_distance
 from vitbook.engine import facts
-from vitbook.figures.ch10_inside import DEL_MARGIN, attention_pairs
+from vitbook.figures.ch10_inside import attention_pairs
 
 #: The image sizes the window-cost facts of ch10_inside.py quote (``win_*_224``,
 #: ``win_ratio_896``); a test recomputes those facts from these sizes.
@@ -40,13 +40,10 @@ def solutions(rec):
 
 @facts(chapter=10, id="in-prose")
 def in_prose(rec):
-    """The margin by which two deletion-curve areas must differ for ``ch10_inside.py`` to call
-    one lower (``del_rollout_vs_raw``); a test checks that the verdict in
-    ``figures/facts.json`` obeys it; the two image sizes the window-cost prose quotes."""
-    rec.fact("del_margin", DEL_MARGIN, "{:g}")
+    """The two image sizes the window-cost prose quotes."""
     rec.fact("win_image", WIN_IMAGE)
     rec.fact("win_image_big", WIN_IMAGE_BIG)
-    return {"margin": DEL_MARGIN}
+    return {"win_image": WIN_IMAGE, "win_image_big": WIN_IMAGE_BIG}
 
 
 @facts(chapter=10, id="quiz-traps")
