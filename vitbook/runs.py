@@ -30,6 +30,7 @@ from vitbook.experiments import (
     lrsweep,
     pretrain,
     transfer,
+    transfer_pre,
 )
 
 KEYED_BY_RUNS = True
@@ -53,3 +54,12 @@ def _pre():
 transfer_run = cached(transfer.transfer_run, given={"pre": _pre})
 lr_run = cached(lrsweep.lr_run, given={"pre": _pre})
 hires_run = cached(hires.hires_run, given={"pre": _pre})
+
+
+def _pres():
+    """Every pre-training seed's model, in the order of :data:`PRE_SEEDS`."""
+    return tuple(pretrained_shapes_vit(seed=s)["model"] for s in PRE_SEEDS)
+
+
+# Run 4's smallest set fine-tuned from each pre-training seed (Chapter 9)
+transfer_from = cached(transfer_pre.transfer_from, given={"pres": _pres})
