@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from vitbook import plot, runs
@@ -44,6 +45,10 @@ def digits_curves(rec):
          for init in ("book", "pytorch")}  # fmt: skip
     first = r["book"][0]
     rec.fact("digits_params", first["model"].num_params(), "{:,}")
+    dcfg = first["model"].cfg
+    rec.fact("digits_dim", dcfg.dim)
+    rec.fact("digits_heads", dcfg.heads)
+    rec.fact("digits_depth", dcfg.depth)
     rec.fact("digits_n_train", first["n_train"], "{:,}")
     rec.fact("digits_n_test", first["n_test"])
     rec.fact("digits_epochs", first["history"].epochs)
@@ -151,6 +156,7 @@ def pretrain_curves(rec):
     rec.fact("pre_epochs", h.epochs)
     rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)
     rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}", tol=0.03)
+    stats.record(rec, "pre_train_acc_seeds", [x.train_acc[-1] for x in (h, *others)])
     rec.fact("pre_seeds", len(runs.PRE_SEEDS))
     stats.record(rec, "pre_acc_seeds", [x.final_test_acc for x in (h, *others)])
     # seed 0's model is the one every later run starts from: where does it rank among the draws?
@@ -158,6 +164,11 @@ def pretrain_curves(rec):
     rec.fact("pre_seed0_above", sum(x.final_test_acc < h.final_test_acc for x in others))
     rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
+    rec.fact("pre_size", cfg.image_size)
+    rec.fact("pre_patch", cfg.patch_size)
+    rec.fact("pre_dim", cfg.dim)
+    rec.fact("pre_heads", cfg.heads)
+    rec.fact("pre_depth", cfg.depth)
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
     return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr,
@@ -377,6 +388,7 @@ def lr_sweep(rec):
             rec.fact(f"lr_{m}_{i}_short", 100 * (lowest - max(final[m][lr])), "{:.1f}", tol=1.0)
     for i, lr in enumerate(LRS):
         rec.fact(f"lr{i}", f"{lr:g}")
+    rec.fact("lr_n", len(LRS))
     recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS10]
                for k in RECIPES}  # fmt: skip
     for k in RECIPES:
@@ -539,7 +551,7 @@ def _(d, v):
     fig = plot.new_figure(v)
     phone = plot.is_phone(v)
     grid = (
-        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 1.7])
+        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 2.6])
         if phone
         else fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
     )
@@ -571,7 +583,13 @@ def _(d, v):
     ax.set_xticks([0, 1, 2], ["interpolated\ntable", "fresh\ntable", "zero\ntable"], fontsize=8)
     side = hires.HIRES
     ax.set(ylabel=f"test accuracy at {side}×{side} (%)", ylim=(0, 110), xlim=(-0.5, 2.5))
-    ax.text(-0.45, 103, "■ before, ○ after fine-tuning", fontsize=8, color=c["fg"])
+    handles = [
+        Line2D([], [], ls="", marker="s", color=c["muted"], ms=5, label="before"),
+        Line2D([], [], ls="", marker="o", color=c["blue"], mfc="none", ms=5,
+                    label="after fine-tuning"),
+    ]  # fmt: skip
+    ax.legend(handles=handles, loc="upper left", fontsize=8, ncol=2, handletextpad=0.3,
+              columnspacing=1.0)  # fmt: skip
     return fig
 
 
