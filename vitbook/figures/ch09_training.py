@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 
 import numpy as np
@@ -111,6 +112,9 @@ def shapes_data(rec):
     rec.fact("finetune_classes", len(FINETUNE_CLASSES))
     rec.fact("pretrain_class_names", ", ".join(PRETRAIN_CLASSES))
     rec.fact("finetune_class_names", ", ".join(FINETUNE_CLASSES))
+    side = inspect.signature(make_shapes).parameters  # the object's side, in pixels
+    rec.fact("obj_min", side["min_obj"].default)
+    rec.fact("obj_max", side["max_obj"].default)
     return {"pre": pre, "fine": fine}
 
 
