@@ -63,6 +63,23 @@ def test_a_run_below_the_line_is_counted_and_one_on_it_is_not():
     assert _n_below([0.5, 0.6], threshold=0.55) == 1
 
 
+def test_a_curve_that_touched_the_line_counts_as_reached_whatever_it_ended_at():
+    from vitbook.figures.ch09_training import COLLAPSE_BELOW, _n_reached
+
+    assert _n_reached([[0.5, 0.25], [0.3, 0.2], [0.2, COLLAPSE_BELOW]]) == 2
+    assert _n_reached([[0.3, 0.39]]) == 0
+    assert _n_reached([[0.5, 0.6]], threshold=0.55) == 1
+
+
+@pytest.mark.slow
+def test_seed_0_is_ranked_among_the_pretraining_draws(frozen_only):
+    """The page says where the model every later run starts from ranks among the draws."""
+    accs = [frozen_only.pretrained_shapes_vit(seed=s)["history"].final_test_acc
+            for s in frozen_only.PRE_SEEDS]  # fmt: skip
+    assert fact("pre_others") == len(accs) - 1
+    assert fact("pre_seed0_above") == sum(a < accs[0] for a in accs[1:])
+
+
 def test_every_pretraining_seed_is_counted():
     from vitbook import runs
 
@@ -102,14 +119,24 @@ def test_lr_sweep_verdicts_follow_the_rule_from_the_frozen_runs(frozen_only):
             assert fact(f"lr_{m}_{i}_never_left") == never <= below
             rising = sum(r["val"][-1] > r["val"][-2] for r in runs[lr])
             assert fact(f"lr_{m}_{i}_rising") == rising
+        test = {lr: [r["final"] for r in runs[lr]] for lr in LRS}
         val = [np.mean([r["val_final"] for r in runs[lr]]) for lr in LRS]
         best = LRS[int(np.argmax(val))]
         assert fact(f"lr_{m}_best") == f"{best:g}"
-        test = {lr: [r["final"] for r in runs[lr]] for lr in LRS}
+        for i, lr in enumerate(LRS):  # how far short of the best rate's lowest seed
+            short = 100 * (min(test[best]) - max(test[lr]))
+            assert fact(f"lr_{m}_{i}_short") == pytest.approx(short)
+            assert (short > 0) == (stats.verdict(test[lr], test[best]) == "lower")
         good = [lr for lr in LRS if stats.verdict(test[lr], test[best]) != "lower"]
         assert fact(f"lr_{m}_good") == ", ".join(f"{lr:g}" for lr in good)
     recipes = [frozen_only.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k)["final"]
                for k in RECIPES for s in SEEDS10]  # fmt: skip
+    for k in RECIPES:  # runs that reached the line on validation, and those that peaked early
+        vals = [frozen_only.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k)["val"]
+                for s in SEEDS10]  # fmt: skip
+        assert fact(f"recipe_{k}_peaked") == sum(max(v) >= COLLAPSE_BELOW for v in vals)
+        early = sum(int(np.argmax(v)) < fact("recipe_warm_epochs") for v in vals)
+        assert fact(f"recipe_{k}_peak_early") == early
     assert fact("recipe_vs_best") == stats.verdict(recipes, test[best])
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from vitbook import plot, runs
@@ -26,6 +28,7 @@ SWEEP_MODELS = {"cnn": "small CNN (from scratch)", "vit_full": "ViT (pre-trained
 RECIPES = {"plain": "constant", "warmup": "+ warm-up", "cosine": "+ cosine decay",
            "clip": "+ clipping", "all": "all three"}  # fmt: skip
 RECIPE_LR = 1e-2  # the rate at which the recipes are compared
+RECIPE_WARM_EPOCHS = 2  # lr_run's warm-up in its "warmup" and "all" recipes, in epochs
 EARLY_STEPS = 100  # a short budget, read off the transfer runs' validation curves
 #: A learning-rate run at chance: below this test accuracy (chance is 25%; the runs that learn
 #: the four shapes end far above it).
@@ -43,6 +46,10 @@ def digits_curves(rec):
          for init in ("book", "pytorch")}  # fmt: skip
     first = r["book"][0]
     rec.fact("digits_params", first["model"].num_params(), "{:,}")
+    dcfg = first["model"].cfg
+    rec.fact("digits_dim", dcfg.dim)
+    rec.fact("digits_heads", dcfg.heads)
+    rec.fact("digits_depth", dcfg.depth)
     rec.fact("digits_n_train", first["n_train"], "{:,}")
     rec.fact("digits_n_test", first["n_test"])
     rec.fact("digits_epochs", first["history"].epochs)
@@ -105,6 +112,9 @@ def shapes_data(rec):
     rec.fact("finetune_classes", len(FINETUNE_CLASSES))
     rec.fact("pretrain_class_names", ", ".join(PRETRAIN_CLASSES))
     rec.fact("finetune_class_names", ", ".join(FINETUNE_CLASSES))
+    side = inspect.signature(make_shapes).parameters  # the object's side, in pixels
+    rec.fact("obj_min", side["min_obj"].default)
+    rec.fact("obj_max", side["max_obj"].default)
     return {"pre": pre, "fine": fine}
 
 
@@ -150,10 +160,19 @@ def pretrain_curves(rec):
     rec.fact("pre_epochs", h.epochs)
     rec.fact("pre_acc", h.final_test_acc, "{:.1%}", tol=0.03)
     rec.fact("pre_train_acc", h.train_acc[-1], "{:.1%}", tol=0.03)
+    stats.record(rec, "pre_train_acc_seeds", [x.train_acc[-1] for x in (h, *others)])
     rec.fact("pre_seeds", len(runs.PRE_SEEDS))
     stats.record(rec, "pre_acc_seeds", [x.final_test_acc for x in (h, *others)])
+    # seed 0's model is the one every later run starts from: where does it rank among the draws?
+    rec.fact("pre_others", len(others))
+    rec.fact("pre_seed0_above", sum(x.final_test_acc < h.final_test_acc for x in others))
     rec.fact("pre_seconds", h.seconds, "{:.0f}", measured=True)
     rec.fact("pre_tokens", cfg.num_patches)
+    rec.fact("pre_size", cfg.image_size)
+    rec.fact("pre_patch", cfg.patch_size)
+    rec.fact("pre_dim", cfg.dim)
+    rec.fact("pre_heads", cfg.heads)
+    rec.fact("pre_depth", cfg.depth)
     rec.fact("pre_grid", cfg.grid[0])
     rec.fact("chance_pre", 1 / len(PRETRAIN_CLASSES), "{:.0%}")
     return {"loss": h.train_loss, "train": h.train_acc, "test": h.test_acc, "lr": h.lr,
@@ -170,12 +189,14 @@ def _(d, v):
         a1.plot(ep, o["loss"], color=c["muted"], lw=0.9)
         a2.plot(ep, 100 * np.array(o["test"]), color=c["muted"], lw=0.9)
     a1.plot(ep, d["loss"], color=c["blue"], marker="o", ms=3)
+    seeds = f"seeds {d['other_seeds'][0]} to {d['other_seeds'][-1]}"
+    a1.text(0.04, 0.04, f"blue: seed 0\ngrey: {seeds}", color=c["muted"], fontsize=8,
+            va="bottom", ha="left", transform=a1.transAxes)  # fmt: skip
     a1.set(xlabel="epoch", ylabel="training loss", title="Loss")
     a2.plot(ep, 100 * np.array(d["train"]), color=c["blue"], marker="o", ms=3)
     a2.plot(ep, 100 * np.array(d["test"]), color=c["orange"], marker="o", ms=3)
-    plot.label_line(a2, ep[-1], 100 * d["train"][-1] + 7, "train", c["blue"], ha="right")
+    plot.label_line(a2, ep[-1], 100 * d["train"][-1] + 7, "seed 0: train", c["blue"], ha="right")
     plot.label_line(a2, ep[-1], 100 * d["test"][-1] - 7, "test", c["orange"], ha="right")
-    seeds = f"seeds {d['other_seeds'][0]} to {d['other_seeds'][-1]}"
     a2.text(ep[0], 95, f"grey: test, {seeds}", color=c["muted"], fontsize=8, va="top")
     a2.set(xlabel="epoch", ylabel="accuracy (%)", ylim=(0, 102), title="Accuracy")
     a3.plot(ep, np.array(d["lr"]) * 1e3, color=c["green"], marker="o", ms=3)
@@ -358,17 +379,30 @@ def lr_sweep(rec):
         best = int(np.argmax(means))
         best_lr[m] = LRS[best]
         rec.fact(f"lr_{m}_best", f"{LRS[best]:g}")
-        # rates whose every seed is within the best rate's range: "as good as the best"
+        # rates that are not clearly worse than the best: at least one seed at or above the
+        # best rate's lowest seed (stats.verdict is not "lower"); a coarse test, one seed passes
         good = [lr for lr in LRS
                 if stats.verdict(final[m][lr], final[m][LRS[best]]) != "lower"]  # fmt: skip
         rec.fact(f"lr_{m}_good", ", ".join(f"{lr:g}" for lr in good))
         rec.fact(f"lr_{m}_n_good", len(good))
+        # how far each rate's best seed ends below the best rate's lowest seed, in points
+        # (negative: the ranges overlap): how close a rate that fails the test came to passing
+        lowest = min(final[m][LRS[best]])
+        for i, lr in enumerate(LRS):
+            rec.fact(f"lr_{m}_{i}_short", 100 * (lowest - max(final[m][lr])), "{:.1f}", tol=1.0)
     for i, lr in enumerate(LRS):
         rec.fact(f"lr{i}", f"{lr:g}")
+    rec.fact("lr_n", len(LRS))
     recipes = {k: [runs.lr_run(model="vit_full", lr=RECIPE_LR, seed=s, recipe=k) for s in SEEDS10]
                for k in RECIPES}  # fmt: skip
     for k in RECIPES:
         rec.fact(f"recipe_{k}_collapsed", _n_below([x["final"] for x in recipes[k]]), tol=1)
+        # runs that reached the line on the validation set at some epoch before they ended, and
+        # runs whose best epoch came within the first RECIPE_WARM_EPOCHS (the warm-up's span)
+        rec.fact(f"recipe_{k}_peaked", _n_reached([x["val"] for x in recipes[k]]), tol=1)
+        rec.fact(f"recipe_{k}_peak_early", sum(int(np.argmax(x["val"])) < RECIPE_WARM_EPOCHS
+                                               for x in recipes[k]), tol=1)  # fmt: skip
+    rec.fact("recipe_warm_epochs", RECIPE_WARM_EPOCHS)
     rec.fact("collapse_below", COLLAPSE_BELOW, "{:.0%}")
     # layer-wise learning-rate decay at the best constant rate, against the plain recipe there
     best = best_lr["vit_full"]
@@ -402,9 +436,16 @@ def lr_sweep(rec):
 
 
 def _n_below(accs, threshold: float = COLLAPSE_BELOW) -> int:
-    """How many runs ended below ``threshold`` test accuracy: the runs the page counts as at
-    chance (or, at the smallest rates, as having learned almost nothing yet)."""
+    """How many runs ended below ``threshold`` test accuracy. Below it a run has learned
+    little; whether it collapsed or is still slowly learning, the count does not say (the
+    page reads that off the validation curves)."""
     return int(sum(a < threshold for a in accs))
+
+
+def _n_reached(curves, threshold: float = COLLAPSE_BELOW) -> int:
+    """How many runs reached ``threshold`` validation accuracy at some epoch (each curve: the
+    accuracy after every epoch), whatever they ended at."""
+    return int(sum(max(c) >= threshold for c in curves))
 
 
 @lr_sweep.draw
@@ -419,7 +460,6 @@ def _(d, v):
             a1.plot(x, per[:, i], "o", color=cols[m], ms=3.5, mfc="none", alpha=0.8)
         a1.plot(x, per.mean(1), color=cols[m], lw=2, label=name)
     _log_x(a1, LRS)
-    a1.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
     a1.legend(loc="lower left", fontsize=7)
     a1.set(xlabel="Adam learning rate (constant; log)", ylabel="test accuracy (%)",
            ylim=(0, 102), title="Sweep (circles: seeds)")  # fmt: skip
@@ -428,8 +468,7 @@ def _(d, v):
         curves = 100 * np.array(d["curves"][lr])  # (seeds, epochs)
         ep = np.arange(1, curves.shape[1] + 1)
         a3.plot(ep, curves.mean(0), color=col, lw=1.8, label=f"{lr:g}")
-    a3.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
-    a3.legend(loc="lower center", bbox_to_anchor=(0.5, 0.28), ncol=3, fontsize=7, title="rate",
+    a3.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=7, title="rate",
               title_fontsize=7, handlelength=1.2, columnspacing=0.8)  # fmt: skip
     a3.set(xlabel="epoch", ylim=(0, 102), title="ViT, per epoch")
     for x, k in enumerate(RECIPES):
@@ -438,7 +477,17 @@ def _(d, v):
         a2.plot([x - 0.25, x + 0.25], [vals.mean()] * 2, color=c["green"], lw=2)
     a2.set_xticks(range(len(RECIPES)), list(RECIPES.values()), rotation=30, ha="right",
                   fontsize=8)  # fmt: skip
-    a2.set(ylim=(0, 102), title=f"ViT at {RECIPE_LR:g}")
+    a2.set(ylim=(0, 102), title=f"ViT at {RECIPE_LR:g}", ylabel="test accuracy (%)")
+    a3.set_ylabel("validation accuracy (%)")
+    for ax in (a1, a3, a2):  # chance, and the line below which the page counts a run as failed
+        ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+        ax.axhline(100 * COLLAPSE_BELOW, color=c["muted"], lw=0.8, ls=":")
+    for ax, side in ((a1, 0), (a3, 1)):  # named where no seed sits on the label
+        x0, ha = ax.get_xlim()[side], ("left", "right")[side]
+        ax.text(x0, 100 / len(FINETUNE_CLASSES) - 1, "chance", color=c["muted"], fontsize=7,
+                ha=ha, va="top")  # fmt: skip
+        ax.text(x0, 100 * COLLAPSE_BELOW + 1, f"{COLLAPSE_BELOW:.0%}", color=c["muted"],
+                fontsize=7, ha=ha, va="bottom")  # fmt: skip
     return fig
 
 
@@ -464,8 +513,11 @@ def interpolated_pos(rec):
     cls_same = bool(torch.equal(new_table[0, 0], pre.pos_embed[0, 0].detach()))
     rec.fact("cls_untouched", "yes" if cls_same else "no")
     # controls without any training: does the pre-trained model use its position table?
-    _, test48 = hires.hires_data()
+    train48, test48 = hires.hires_data()
+    rec.fact("hires_n_train", len(train48[1]), "{:,}")
+    rec.fact("hires_n_test", len(test48[1]))
     test32 = make_shapes(1000, classes=PRETRAIN_CLASSES, seed=pretrain.PRETRAIN_TEST_SEED).tensors()
+    rec.fact("pos_n_test_32", len(test32[1]), "{:,}")
     torch.manual_seed(0)
     # the interpolated and the zero table are fixed; a fresh table is a random draw, so its
     # accuracy before fine-tuning is read from the five fine-tuning runs' own draws (below)
@@ -503,7 +555,7 @@ def _(d, v):
     fig = plot.new_figure(v)
     phone = plot.is_phone(v)
     grid = (
-        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 1.7])
+        fig.add_gridspec(3, 5, width_ratios=[1, 1, 1, 1, 0.12], height_ratios=[1, 1, 2.6])
         if phone
         else fig.add_gridspec(2, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
     )
@@ -535,7 +587,13 @@ def _(d, v):
     ax.set_xticks([0, 1, 2], ["interpolated\ntable", "fresh\ntable", "zero\ntable"], fontsize=8)
     side = hires.HIRES
     ax.set(ylabel=f"test accuracy at {side}×{side} (%)", ylim=(0, 110), xlim=(-0.5, 2.5))
-    ax.text(-0.45, 103, "■ before, ○ after fine-tuning", fontsize=8, color=c["fg"])
+    handles = [
+        Line2D([], [], ls="", marker="s", color=c["muted"], ms=5, label="before"),
+        Line2D([], [], ls="", marker="o", color=c["blue"], mfc="none", ms=5,
+                    label="after fine-tuning"),
+    ]  # fmt: skip
+    ax.legend(handles=handles, loc="upper left", fontsize=8, ncol=2, handletextpad=0.3,
+              columnspacing=1.0)  # fmt: skip
     return fig
 
 
