@@ -60,6 +60,17 @@ def transfer_by_pretraining(rec):
         rec.fact(f"tp_{arm}_rank", rank_correlation(pre_acc, means), "{:.2f}")
         stats.record(rec, f"tp_{arm}_worst", acc[arm][worst])
         stats.record(rec, f"tp_{arm}_best", acc[arm][best])
+        # neighbouring pre-trainings (in the order of their own accuracy): does each step up
+        # separate the fine-tuned runs, every run above every run?
+        up = np.argsort(pre_acc)
+        neighbours = zip(up[:-1], up[1:], strict=True)
+        steps = [stats.verdict(acc[arm][b], acc[arm][a]) == "higher" for a, b in neighbours]
+        rec.fact(f"tp_{arm}_steps", len(steps))
+        rec.fact(f"tp_{arm}_steps_resolved", sum(steps))
+        top = int(np.argmax(means))
+        rec.fact(f"tp_{arm}_top", means[top], "{:.1%}", tol=stats.tolerance(acc[arm][top]))
+        rec.fact(f"tp_{arm}_top_seed", pre[top])
+        rec.fact(f"tp_{arm}_top_is_best", top == best)
         # every fine-tuning seed from the best pre-training against every one from the worst
         rec.fact(f"tp_{arm}_best_vs_worst", stats.verdict(acc[arm][best], acc[arm][worst]))
         # against no pre-training: pre-trained models whose every run is above (below) every
@@ -93,7 +104,7 @@ def _(d, v):
                 fontsize=8, va="center", ha="left")  # fmt: skip
     for j, (arm, name) in enumerate(NAMES.items()):
         vals = 100 * np.array(d["acc"][arm])  # (pre seeds, fine-tuning seeds)
-        dx = 0.5 * (j - 0.5)
+        dx = 1.6 * (j - 0.5)
         for i in range(vals.shape[0]):
             ax.plot(np.full(vals.shape[1], x[i] + dx), vals[i], "o", color=cols[arm], ms=3.5,
                     mfc="none", alpha=0.8)  # fmt: skip
@@ -103,7 +114,9 @@ def _(d, v):
     ax.annotate("seed 0: Run 4's model", (x[0], top), xytext=(-6, 16), textcoords="offset points",
                 ha="right", fontsize=8, color=c["muted"],
                 arrowprops={"arrowstyle": "-", "color": c["muted"], "lw": 0.8})  # fmt: skip
-    ax.axhline(100 / len(FINETUNE_CLASSES), color=c["muted"], lw=0.8, ls="--")
+    chance = 100 / len(FINETUNE_CLASSES)
+    ax.axhline(chance, color=c["muted"], lw=0.8, ls="--")
+    ax.text(x.max() + 1, chance - 1, "chance", color=c["muted"], fontsize=8, ha="right", va="top")
     ax.legend(loc="lower right", fontsize=8)
     ax.set(xlabel="the pre-training's own test accuracy (%)",
            ylabel="test accuracy, new shapes (%)", ylim=(0, 102),
