@@ -367,3 +367,11 @@ def test_weakness_names_the_weakest_model_and_its_shortfalls():
     shared = {s: row(0.5, True) for s in range(3)}
     assert weakness(shared, depth=4)["all_findings_shared"]
     assert _seed_list([3]) == "3" and _seed_list([3, 0, 1]) == "0, 1 and 3"
+
+
+def test_a_gap_and_its_null_print_with_three_decimals():
+    from vitbook.figures.ch10_inside import _finding_format
+
+    # 0.0439 against 0.0392 would both print 0.04 at two decimals
+    assert _finding_format("gap_ring").format(0.0439) != _finding_format("null_ring").format(0.0392)
+    assert _finding_format("acc") == "{:.1%}" and _finding_format("sim_far") == "{:.2f}"

@@ -853,6 +853,14 @@ FINDING_FORMAT = {"acc": "{:.1%}", "pc1_var": "{:.0%}", "on_object": "{:.0%}",
                   "on_object_shuffled": "{:.0%}"}  # fmt: skip
 
 
+def _finding_format(name: str) -> str:
+    """How finding ``name`` is printed: :data:`FINDING_FORMAT`, else two decimals, three for
+    the position gaps and their shuffled nulls (a gap and its null can differ in the third)."""
+    if name in FINDING_FORMAT:
+        return FINDING_FORMAT[name]
+    return "{:.3f}" if name.startswith(("gap_", "null_")) else "{:.2f}"
+
+
 #: Every verdict a finding can give: the across-seeds check counts the models with each.
 VERDICTS = ("higher", "lower", "indistinguishable", "above", "below", "within")
 
@@ -871,13 +879,13 @@ def across_seeds(rec):
             if isinstance(value, str):
                 rec.fact(f"s{seed}_{name}", value)
             else:
-                rec.fact(f"s{seed}_{name}", value, FINDING_FORMAT.get(name, "{:.2f}"))
+                rec.fact(f"s{seed}_{name}", value, _finding_format(name))
         if isinstance(values[0], str):  # a verdict: the same for every model, or not
             rec.fact(f"all_{name}", values[0] if len(set(values)) == 1 else "mixed")
             for verdict in VERDICTS:  # and in how many models each verdict came out
                 rec.fact(f"n_{name}_is_{verdict}", values.count(verdict))
         else:  # the range over the models
-            fmt = FINDING_FORMAT.get(name, "{:.2f}")
+            fmt = _finding_format(name)
             rec.fact(f"min_{name}", min(values), fmt)
             rec.fact(f"max_{name}", max(values), fmt)
     # how far the block means of the attention distance stray from uniform attention's
@@ -906,6 +914,11 @@ def across_seeds(rec):
     # the ring gap against the other two gaps: the largest of the three in how many models
     largest = _shortfall_tests(depth)["gap_ring_largest"]
     rec.fact("n_gap_ring_largest", sum(largest(r) for r in rows.values()))
+    # the ring gap without row and column pairs: the model where it clears its shuffles least
+    margin = {s: r["gap_ring_no_rowcol"] - r["null_ring_no_rowcol"] for s, r in rows.items()}
+    narrowest = min(margin, key=margin.get)
+    rec.fact("ring_no_rowcol_margin_seed", narrowest)
+    rec.fact("ring_no_rowcol_margin", margin[narrowest], "{:+.4f}")
     # does the distance grow with depth? the last block's mean at most the first's
     rec.fact("n_dist_not_growing",
              sum(r["dist_last_mean"] <= r["dist_l1_mean"] for r in rows.values()))  # fmt: skip
