@@ -181,6 +181,9 @@ def test_the_counts_over_seeds_agree_with_the_per_seed_facts():
     for verdict in ("higher", "lower", "indistinguishable"):
         want = sum(fact(f"s{s}_del_rollout_vs_raw") == verdict for s in range(n))
         assert fact(f"n_del_rollout_vs_raw_is_{verdict}") == want
+    # one random last block against another: every pair of draws
+    lo, mean, hi = (fact(f"rand_corr_roll_top_pairs{x}") for x in ("_lo", "", "_hi"))
+    assert -1 <= lo <= mean <= hi <= 1
     # the fully random models' correlations are read draw by draw against the random pairs'
     for key in ("roll", "raw"):
         lo, hi, nlo, nhi = (fact(f"rand_corr_{key}_{x}")

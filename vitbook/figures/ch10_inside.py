@@ -3,6 +3,8 @@ of windowed attention. Everything is measured on the small ViT pre-trained in Ch
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import matplotlib
 import numpy as np
 import torch
@@ -649,6 +651,12 @@ def map_checks(rec):
             rec.fact(f"rand_corr_{key}_{step}", float(per_draw.mean()), "{:.2f}", tol=0.1)
             rec.fact(f"rand_corr_{key}_{step}_lo", float(per_draw.min()), "{:.2f}", tol=0.1)
             rec.fact(f"rand_corr_{key}_{step}_hi", float(per_draw.max()), "{:.2f}", tol=0.1)
+    # two different random top blocks, every pair of draws: do their maps agree with each other?
+    for key in ("roll", "raw"):
+        top_pairs = corr[f"{key}_top_pairs"]
+        rec.fact(f"rand_corr_{key}_top_pairs", float(np.mean(top_pairs)), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_top_pairs_lo", min(top_pairs), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_top_pairs_hi", max(top_pairs), "{:.2f}", tol=0.1)
     # every weight random: one value per fresh draw, against pairs of fresh draws (the null)
     for key in ("roll", "raw"):
         rec.fact(f"rand_corr_{key}_all", float(np.mean(full[key])), "{:.2f}", tol=0.1)
@@ -710,11 +718,18 @@ def _checks(model: VisionTransformer, s, x: torch.Tensor, levels: int | None = N
     raw, roll, _ = _maps(model, x, cfg.grid)
     levels = cfg.depth if levels is None else levels
     corr = {"raw": np.zeros((FRESH_DRAWS, levels)), "roll": np.zeros((FRESH_DRAWS, levels))}
+    top = []  # each draw's maps with only the top block random
     for draw in range(FRESH_DRAWS):
         for k in range(1, levels + 1):
             r_raw, r_roll, _ = _maps(_randomised(model, k, draw), x, cfg.grid)
             corr["raw"][draw, k - 1] = _rank_corr(raw, r_raw).mean()
             corr["roll"][draw, k - 1] = _rank_corr(roll, r_roll).mean()
+            if k == 1:
+                top.append((r_raw, r_roll))
+    # two different random top blocks against each other: how much the draw itself moves a map
+    pairs = list(combinations(top, 2))
+    corr["raw_top_pairs"] = [float(_rank_corr(a[0], b[0]).mean()) for a, b in pairs]
+    corr["roll_top_pairs"] = [float(_rank_corr(a[1], b[1]).mean()) for a, b in pairs]
     rng = np.random.default_rng(0)
     N = cfg.num_patches
     orders = {
@@ -737,8 +752,6 @@ def _fully_random(maps, x: torch.Tensor, grid):
     draws: each draw's rank correlation with the trained ``maps`` (raw, rollout), and its null,
     the rank correlation between the maps of every pair of draws (two models that learned
     nothing, so whatever they share comes from the input and the method)."""
-    from itertools import combinations
-
     raw, roll = maps
     drawn = [_maps(_fresh_model(i), x, grid)[:2] for i in range(FRESH_DRAWS)]
     full = {"raw": [float(_rank_corr(raw, r).mean()) for r, _ in drawn],
