@@ -829,6 +829,10 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
         "acc": float((pred == s.labels).mean()),
         "pc1_var": float(var[0]),
         "pc1_vs_random": _vs_range(var[0], *r_pc1),
+        # the filters the model started from, against the same random banks
+        "init_pc1_vs_random": _vs_range(
+            _spectrum(_random_model(seed).patch_embed.proj.weight.detach())[0], *r_pc1
+        ),
         "filter_moved": _rel_change(w, _random_model(seed).patch_embed.proj.weight),
         **{f"sim_{k}": v for k, v in position_summary(model).items()},
         **{f"gap_{k}": gap for k, (gap, _) in null.items()},
@@ -935,6 +939,10 @@ def across_seeds(rec):
     # does the distance grow with depth? the last block's mean at most the first's
     rec.fact("n_dist_not_growing",
              sum(r["dist_last_mean"] <= r["dist_l1_mean"] for r in rows.values()))  # fmt: skip
+    # the models whose first component stands out: did they start inside the random range?
+    above = [r for r in rows.values() if r["pc1_vs_random"] == "above"]
+    rec.fact("pc1_above_started_within",
+             bool(above) and all(r["init_pc1_vs_random"] == "within" for r in above))  # fmt: skip
     weak = weakness(rows, depth)
     for name, value in weak.items():
         rec.fact(name, value, "{:.1%}" if name == "weakest_acc" else None)
