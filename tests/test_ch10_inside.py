@@ -181,11 +181,30 @@ def test_the_counts_over_seeds_agree_with_the_per_seed_facts():
     for verdict in ("higher", "lower", "indistinguishable"):
         want = sum(fact(f"s{s}_del_rollout_vs_raw") == verdict for s in range(n))
         assert fact(f"n_del_rollout_vs_raw_is_{verdict}") == want
-    # the fully random model's correlation is read against the random-pair null's range
+    # one random last block against another: every pair of draws
+    lo, mean, hi = (fact(f"rand_corr_roll_top_pairs{x}") for x in ("_lo", "", "_hi"))
+    assert -1 <= lo <= mean <= hi <= 1
+    # the fully random models' correlations are read draw by draw against the random pairs'
     for key in ("roll", "raw"):
-        mean, lo, hi = (fact(f"rand_corr_{key}_{x}") for x in ("all", "null_lo", "null_hi"))
-        want = "above" if mean > hi else "below" if mean < lo else "within"
+        lo, hi, nlo, nhi = (fact(f"rand_corr_{key}_{x}")
+                            for x in ("all_lo", "all_hi", "null_lo", "null_hi"))  # fmt: skip
+        want = "above" if lo > nhi else "below" if hi < nlo else "within"
         assert fact(f"rand_corr_{key}_all_vs_null") == want
+    for verdict in ("higher", "lower", "indistinguishable"):
+        want = sum(fact(f"s{s}_on_object_vs_shuffled") == verdict for s in range(n))
+        assert fact(f"n_on_object_vs_shuffled_is_{verdict}") == want
+    want = sum(fact(f"s{s}_gap_ring") > max(fact(f"s{s}_gap_neighbour"), fact(f"s{s}_gap_row"))
+               for s in range(n))  # fmt: skip
+    assert fact("n_gap_ring_largest") == want
+    accs = [fact(f"s{s}_acc") for s in range(n)]
+    assert fact("weakest_seed") == int(np.argmin(accs))
+    # the printed bounds are bounds: never below the largest deviation they bound
+    uniform = fact("dist_uniform")
+    for s in range(n):
+        for k in ("dist_l1_mean", "dist_last_mean"):
+            assert abs(fact(f"s{s}_{k}") - uniform) <= fact("dist_max_dev")
+        for k in ("dist_min", "dist_max"):
+            assert abs(fact(f"s{s}_{k}") - uniform) <= fact("dist_head_max_dev")
 
 
 def test_uniform_attention_gives_the_recorded_uniform_distance():
@@ -295,3 +314,67 @@ def test_deletion_gives_one_curve_per_image_and_a_fully_random_model_matches_its
     assert len(full["roll"]) == FRESH_DRAWS
     assert len(null["roll"]) == FRESH_DRAWS * (FRESH_DRAWS - 1) // 2
     assert all(-1 <= c <= 1 for c in null["roll"] + null["raw"])
+
+
+def test_bounds_round_up_and_the_verdicts_read_values_not_means():
+    from vitbook.figures.ch10_inside import _binomial_tail, _draws_vs_pairs, _round_up
+
+    assert _round_up(0.2458) == 0.25 and _round_up(1.1493) == 1.15 and _round_up(0.25) == 0.25
+    assert _round_up(0.2401) == 0.25 and _round_up(0.2401) >= 0.2401
+    # a mean inside the pairs' range is not enough: the draws must lie among the pairs
+    assert _draws_vs_pairs([0.6, 0.7], [-0.2, 0.5]) == "above"
+    assert _draws_vs_pairs([-0.6, -0.5], [-0.2, 0.5]) == "below"
+    assert _draws_vs_pairs([-0.3, 0.6], [-0.2, 0.5]) == "within"
+    assert _binomial_tail(4, 5, 0.5) == pytest.approx(6 / 32)
+    assert _binomial_tail(0, 5, 0.3) == pytest.approx(1.0)
+
+
+def test_other_image_never_picks_itself_and_dist_dip():
+    from vitbook.figures.ch10_inside import _dist_dip, _other_image
+
+    rng = np.random.default_rng(0)
+    for n in (2, 7, 256):
+        other = _other_image(rng, n)
+        assert sorted(other.tolist()) == list(range(n))  # every box used once
+        assert (other != np.arange(n)).all()
+    dist = np.array([[16.5, 16.4], [15.7, 15.9], [16.0, 16.1], [16.3, 16.4]])
+    assert _dist_dip(dist) == pytest.approx((16.45 + 16.35) / 2 - 15.8)
+    flat = np.array([[16.0], [16.2], [16.3], [16.0]])
+    assert _dist_dip(flat) == pytest.approx(-0.2)  # no dip: every middle block lies above
+
+
+def test_weakness_names_the_weakest_model_and_its_shortfalls():
+    from vitbook.figures.ch10_inside import POS_GAPS, _seed_list, weakness
+
+    def row(acc, ok, pc1="within"):
+        r = {"acc": acc, "pc1_vs_random": pc1, "rollout_vs_raw": "higher",
+             "on_object_vs_uniform": "higher", "on_object_vs_shuffled": "higher",
+             "dist_low_block": 2 if ok else 1, "dist_last_mean": 16.3, "dist_l1_mean": 16.4,
+             "sim_neighbour": 0.2, "sim_far": 0.1, "sim_far_same_ring": 0.2,
+             "sim_far_other_ring": 0.0, "gap_neighbour": 0.1, "gap_row": 0.05,
+             "gap_ring": 0.2, "del_rollout_vs_raw": "lower"}  # fmt: skip
+        for k in POS_GAPS:
+            r.setdefault(f"gap_{k}", 0.2)
+            r[f"null_{k}"] = 0.03
+        return r
+
+    rows = {0: row(0.7, True), 1: row(0.5, True, "above"), 2: row(0.3, False, "above")}
+    w = weakness(rows, depth=4)
+    assert w["weakest_seed"] == 2 and w["weakest_acc"] == 0.3
+    assert w["n_shortfalls"] == 1 and w["n_shortfalls_weakest"] == 1
+    assert not w["all_findings_shared"]
+    assert w["pc1_above_seeds"] == "1 and 2" and w["pc1_above_are_weakest"]
+    rows[0]["pc1_vs_random"] = "above"
+    rows[1]["pc1_vs_random"] = "within"
+    assert not weakness(rows, depth=4)["pc1_above_are_weakest"]
+    shared = {s: row(0.5, True) for s in range(3)}
+    assert weakness(shared, depth=4)["all_findings_shared"]
+    assert _seed_list([3]) == "3" and _seed_list([3, 0, 1]) == "0, 1 and 3"
+
+
+def test_a_gap_and_its_null_print_with_three_decimals():
+    from vitbook.figures.ch10_inside import _finding_format
+
+    # 0.0439 against 0.0392 would both print 0.04 at two decimals
+    assert _finding_format("gap_ring").format(0.0439) != _finding_format("null_ring").format(0.0392)
+    assert _finding_format("acc") == "{:.1%}" and _finding_format("sim_far") == "{:.2f}"

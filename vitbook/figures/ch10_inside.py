@@ -3,6 +3,9 @@ of windowed attention. Everything is measured on the small ViT pre-trained in Ch
 
 from __future__ import annotations
 
+from itertools import combinations
+
+import matplotlib
 import numpy as np
 import torch
 
@@ -33,6 +36,8 @@ FRESH_SEED = 1000
 FRESH_DRAWS = 6  # fully random models: the check's last point and its null (pairs of them)
 POS_SHUFFLES = 2000  # permutations of the position table over the grid: the similarities' null
 POS_NULL_QUANTILE = 0.975  # the gap quoted for the shuffles: this share of them stays below it
+POS_SCALE = 0.3  # the similarity maps' colour scale runs from -POS_SCALE to POS_SCALE (clipped)
+BOX_SHUFFLES = 20  # each image's attention scored against another image's box: the centre prior
 
 
 def _model(seed: int = 0) -> VisionTransformer:
@@ -173,6 +178,11 @@ def pos_similarity(rec):
     rec.fact("cover_inner", float(cover[ring == ring.min()].mean()), "{:.0%}")
     rec.fact("cover_outer", float(cover[ring == ring.max()].mean()), "{:.0%}")
     rec.fact("pos_grid", f"{gh}×{gw}")
+    # the maps' colour scale, and how many similarities between two different patches it clips
+    off = ~np.eye(gh * gw, dtype=bool)
+    rec.fact("pos_scale", POS_SCALE, "{:.1f}")
+    rec.fact("pos_clipped_share", float((np.abs(sim.reshape(gh * gw, -1)[off]) > POS_SCALE).mean()),
+             "{:.0%}")  # fmt: skip
     return {"sim": sim}
 
 
@@ -204,7 +214,9 @@ def _pos_similarity(model: VisionTransformer) -> np.ndarray:
 
 #: The gaps the text reads in the position table: (kind of pairs, kind it is compared with).
 POS_GAPS = {"neighbour": ("neighbour", "far"), "ring": ("far_same_ring", "far_other_ring"),
-            "row": ("same_row", "other")}  # fmt: skip
+            "row": ("same_row", "other"),
+            # the ring gap with every pair that shares a row or a column left out
+            "ring_no_rowcol": ("far_same_ring_no_rowcol", "far_other_ring_no_rowcol")}  # fmt: skip
 
 
 def position_null(model: VisionTransformer, draws: int = POS_SHUFFLES, seed: int = 0):
@@ -245,18 +257,26 @@ def _pair_kinds(grid: tuple[int, int]) -> dict[str, np.ndarray]:
         "mirror_tb": same_c & (r[:, None] + r[None] == gh - 1) & apart,
         "far_same_ring": far & (ring[:, None] == ring[None]),
         "far_other_ring": far & (ring[:, None] != ring[None]),
+        "far_same_ring_no_rowcol": far & (ring[:, None] == ring[None]) & ~same_r & ~same_c,
+        "far_other_ring_no_rowcol": far & (ring[:, None] != ring[None]) & ~same_r & ~same_c,
     }
 
 
 @pos_similarity.draw
 def _(d, v):
+    c = plot.colors(v)
     sim = d["sim"]
     gh, gw = sim.shape[:2]
+    # a patch's similarity with itself (1) is masked: it would set the scale for nothing
+    off = ~np.eye(gh * gw, dtype=bool).reshape(gh, gw, gh, gw)
+    lim = POS_SCALE
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=c["muted"])
     fig, axes = plot.subplots(v, gh, gw, gridspec_kw={"wspace": 0.05, "hspace": 0.05})
     for i in range(gh):
         for j in range(gw):
             ax = axes[i, j]
-            im = ax.imshow(sim[i, j], cmap="viridis", vmin=-1, vmax=1)
+            m = np.ma.masked_where(~off[i, j], sim[i, j])
+            im = ax.imshow(m, cmap=cmap, vmin=-lim, vmax=lim)
             ax.set_xticks([])
             ax.set_yticks([])
             if j == 0:
@@ -265,7 +285,8 @@ def _(d, v):
                 ax.set_xlabel(str(j + 1), fontsize=8)
     fig.supxlabel("input patch column", fontsize=9)
     fig.supylabel("input patch row", fontsize=9)
-    fig.colorbar(im, ax=axes, shrink=0.6, label="cosine similarity")
+    fig.colorbar(im, ax=axes, shrink=0.6, extend="both",
+                 label="cosine similarity (grey: the patch itself)")  # fmt: skip
     return fig
 
 
@@ -319,12 +340,15 @@ def attention_distance(rec):
     uniform = _uniform_distance(cfg)
     rec.fact("dist_uniform", uniform, "{:.1f}")
     # the claim behind the numbers: patch queries (not the class token) attend to the object
-    share, area = _on_object(model, s, x, n)
+    share, area, shuffled = _on_object(model, s, x, n)
     lo, hi = stats.interval(share)
     rec.fact("patch_on_object", float(share.mean()), "{:.0%}", tol=max(0.03, hi - lo))
     rec.fact("patch_on_object_lo", lo, "{:.0%}", tol=max(0.03, hi - lo))
     rec.fact("patch_on_object_hi", hi, "{:.0%}", tol=max(0.03, hi - lo))
     rec.fact("object_area", float(area.mean()), "{:.0%}")
+    rec.fact("patch_on_object_shuffled", float(shuffled.mean()), "{:.0%}", tol=0.03)
+    rec.fact("box_shuffles", BOX_SHUFFLES)
+    rec.fact("patch_on_object_vs_shuffled", _paired(share, shuffled))
     rec.fact("depth", cfg.depth)
     rec.fact("heads", cfg.heads)
     rec.fact("image_px", cfg.image_hw[0])
@@ -335,6 +359,13 @@ def attention_distance(rec):
 def _low_block(dist: np.ndarray) -> int:
     """The block (counted from 1) whose heads' mean attention distance is lowest."""
     return int(dist.mean(1).argmin()) + 1
+
+
+def _dist_dip(dist: np.ndarray) -> float:
+    """How far (pixels) the lowest middle block's mean attention distance lies below the mean
+    of the first and the last block's (negative: above it)."""
+    block = dist.mean(1)
+    return float((block[0] + block[-1]) / 2 - block[1:-1].min())
 
 
 def _distances(model: VisionTransformer, x: torch.Tensor) -> np.ndarray:
@@ -351,17 +382,32 @@ def _uniform_distance(cfg) -> float:
     return float(np.linalg.norm(centres[:, None] - centres[None], axis=-1).mean())
 
 
+def _other_image(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n,): for each of ``n`` images the index of another one, never itself (a random cycle
+    through all of them)."""
+    order = rng.permutation(n)
+    other = np.empty(n, dtype=int)
+    other[order] = np.roll(order, 1)
+    return other
+
+
 def _on_object(model: VisionTransformer, s, x: torch.Tensor, n: int):
     """Per image: the share of the last block's patch-to-patch attention (mean over heads and
-    patch queries) that lands on the object's patches, and the object's share of the patches
-    (what uniform attention would give)."""
+    patch queries) that lands on the object's patches, the object's share of the patches
+    (what uniform attention would give), and the share the same attention sends to another
+    image's box (mean over :data:`BOX_SHUFFLES` seeded shuffles of the boxes): that keeps any
+    preference for where boxes usually lie and removes the object itself."""
     cfg = model.cfg
     attns, _ = _attn(model, x[:n])
     inside = _in_box(s.boxes[:n], cfg.grid, cfg.patch_size)  # (n, N)
     last = attns[-1][:, :, 1:, 1:].double()  # patch queries, patch keys (B, heads, N, N)
     last = last / last.sum(-1, keepdim=True)
-    on_obj = (last * torch.from_numpy(inside)[:, None, None, :]).sum(-1)  # (B, heads, N)
-    return on_obj.mean((1, 2)).numpy(), inside.mean(1)
+    per_key = last.mean((1, 2))  # (B, N): the attention each patch receives, on average
+    on_obj = (per_key * torch.from_numpy(inside)).sum(-1)  # (B,)
+    rng = np.random.default_rng(0)
+    shuffled = np.mean([(per_key * torch.from_numpy(inside[_other_image(rng, n)])).sum(-1).numpy()
+                        for _ in range(BOX_SHUFFLES)], axis=0)  # fmt: skip
+    return on_obj.numpy(), inside.mean(1), shuffled
 
 
 @attention_distance.draw
@@ -381,9 +427,11 @@ def _(d, v):
             va="center")  # fmt: skip
     ax.set_xticks(np.arange(1, L + 1))
     ax.set_xlim(0.6, L + 1.3)
-    top = 1.2 * max(dist.max(), d["uniform"], d["rdist"].max())
-    ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(0, top))
-    note = "dots: the heads of the trained model; ×: random weights"
+    # the heads differ by fractions of a pixel: the axis covers only the band they lie in
+    every = np.concatenate([dist.ravel(), d["rdist"].ravel(), [d["uniform"]]])
+    lo, hi = np.floor(2 * every.min()) / 2 - 0.5, np.ceil(2 * every.max()) / 2 + 0.5
+    ax.set(xlabel="layer (block)", ylabel="mean attention distance (pixels)", ylim=(lo, hi))
+    note = "dots: the heads of the trained model; ×: random weights; line: each block's mean"
     ax.text(0.02, 0.04, note.replace("; ", ";\n") if plot.is_phone(v) else note,
             fontsize=8, color=c["fg"], transform=ax.transAxes)  # fmt: skip
     return fig
@@ -484,6 +532,8 @@ def rollout(rec):
     rec.fact("loc_rollout_wrong", wrong.mean() if len(wrong) else float("nan"), "{:.1%}",
              tol=0.15)  # fmt: skip
     rec.fact("loc_n_wrong", int((~correct).sum()), tol=15)
+    # "higher"/"lower" only when the two hit rates' 95% intervals do not overlap
+    rec.fact("loc_rollout_wrong_vs_correct", _overlap(wrong, hits["rollout"][correct]))
     rec.fact("loc_acc", correct.mean(), "{:.1%}", tol=0.03)
     show = np.arange(SHOW)
     images = s.images[show].transpose(0, 2, 3, 1)
@@ -601,6 +651,12 @@ def map_checks(rec):
             rec.fact(f"rand_corr_{key}_{step}", float(per_draw.mean()), "{:.2f}", tol=0.1)
             rec.fact(f"rand_corr_{key}_{step}_lo", float(per_draw.min()), "{:.2f}", tol=0.1)
             rec.fact(f"rand_corr_{key}_{step}_hi", float(per_draw.max()), "{:.2f}", tol=0.1)
+    # two different random top blocks, every pair of draws: do their maps agree with each other?
+    for key in ("roll", "raw"):
+        top_pairs = corr[f"{key}_top_pairs"]
+        rec.fact(f"rand_corr_{key}_top_pairs", float(np.mean(top_pairs)), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_top_pairs_lo", min(top_pairs), "{:.2f}", tol=0.1)
+        rec.fact(f"rand_corr_{key}_top_pairs_hi", max(top_pairs), "{:.2f}", tol=0.1)
     # every weight random: one value per fresh draw, against pairs of fresh draws (the null)
     for key in ("roll", "raw"):
         rec.fact(f"rand_corr_{key}_all", float(np.mean(full[key])), "{:.2f}", tol=0.1)
@@ -609,8 +665,7 @@ def map_checks(rec):
         rec.fact(f"rand_corr_{key}_null_lo", min(null[key]), "{:.2f}")
         rec.fact(f"rand_corr_{key}_null_hi", max(null[key]), "{:.2f}")
         rec.fact(f"rand_corr_{key}_null", float(np.mean(null[key])), "{:.2f}")
-        rec.fact(f"rand_corr_{key}_all_vs_null",
-                 _vs_range(float(np.mean(full[key])), min(null[key]), max(null[key])))  # fmt: skip
+        rec.fact(f"rand_corr_{key}_all_vs_null", _draws_vs_pairs(full[key], null[key]))
     rec.fact("rand_fresh_draws", FRESH_DRAWS)
     rec.fact("rand_null_pairs", len(null["roll"]))
     for k, a in area.items():
@@ -618,6 +673,15 @@ def map_checks(rec):
     step = int(np.searchsorted(DELETE_STEPS, 0.25))
     for k, cur in curves.items():
         rec.fact(f"del_{k}_25", cur[step], "{:.0%}", tol=0.05)
+    rec.fact("del_start", curves["rollout"][0], "{:.0%}", tol=0.05)  # nothing deleted yet
+    eighth = int(np.searchsorted(DELETE_STEPS, 0.125))
+    rec.fact("del_eighth_share", DELETE_STEPS[eighth], "{:.1%}")
+    for k in ("rollout", "saliency"):
+        rec.fact(f"del_{k}_eighth", curves[k][eighth], "{:.0%}", tol=0.05)
+    # both curves near an even guess over the classes (within 3 points) by then, and after
+    floor = 1 / len(PRETRAIN_CLASSES)
+    near = max(curves[k][eighth:].max() for k in ("rollout", "saliency")) < floor + 0.03
+    rec.fact("del_floor_by_eighth", bool(near))
     rec.fact("del_images", n)
     rec.fact("del_max_share", DELETE_STEPS[-1], "{:.0%}")
     for other in ("raw", "saliency"):
@@ -627,6 +691,13 @@ def map_checks(rec):
         rec.fact(f"del_rollout_vs_{other}", _paired(area["rollout"], area[other]))
     return {"corr": corr, "full": full, "null": null, "curves": curves, "steps": DELETE_STEPS,
             "depth": depth}  # fmt: skip
+
+
+def _draws_vs_pairs(draws: list[float], pairs: list[float]) -> str:
+    """The fully random models' correlations with the trained map (one per draw) against the
+    correlations of pairs of random models (the null), value by value, not a mean against a
+    range: above or below when every draw lies beyond every pair, else within."""
+    return "above" if min(draws) > max(pairs) else "below" if max(draws) < min(pairs) else "within"
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> str:
@@ -647,11 +718,18 @@ def _checks(model: VisionTransformer, s, x: torch.Tensor, levels: int | None = N
     raw, roll, _ = _maps(model, x, cfg.grid)
     levels = cfg.depth if levels is None else levels
     corr = {"raw": np.zeros((FRESH_DRAWS, levels)), "roll": np.zeros((FRESH_DRAWS, levels))}
+    top = []  # each draw's maps with only the top block random
     for draw in range(FRESH_DRAWS):
         for k in range(1, levels + 1):
             r_raw, r_roll, _ = _maps(_randomised(model, k, draw), x, cfg.grid)
             corr["raw"][draw, k - 1] = _rank_corr(raw, r_raw).mean()
             corr["roll"][draw, k - 1] = _rank_corr(roll, r_roll).mean()
+            if k == 1:
+                top.append((r_raw, r_roll))
+    # two different random top blocks against each other: how much the draw itself moves a map
+    pairs = list(combinations(top, 2))
+    corr["raw_top_pairs"] = [float(_rank_corr(a[0], b[0]).mean()) for a, b in pairs]
+    corr["roll_top_pairs"] = [float(_rank_corr(a[1], b[1]).mean()) for a, b in pairs]
     rng = np.random.default_rng(0)
     N = cfg.num_patches
     orders = {
@@ -674,8 +752,6 @@ def _fully_random(maps, x: torch.Tensor, grid):
     draws: each draw's rank correlation with the trained ``maps`` (raw, rollout), and its null,
     the rank correlation between the maps of every pair of draws (two models that learned
     nothing, so whatever they share comes from the input and the method)."""
-    from itertools import combinations
-
     raw, roll = maps
     drawn = [_maps(_fresh_model(i), x, grid)[:2] for i in range(FRESH_DRAWS)]
     full = {"raw": [float(_rank_corr(raw, r).mean()) for r, _ in drawn],
@@ -717,8 +793,11 @@ def _(d, v):
     cols = {"rollout": c["green"], "raw": c["blue"], "saliency": c["orange"], "random": c["muted"]}
     names = {"rollout": "rollout", "raw": "last-layer CLS", "saliency": "colour saliency",
              "random": "random order"}  # fmt: skip
-    for k, cur in d["curves"].items():
-        a2.plot(100 * d["steps"], 100 * cur, "o-", ms=3, color=cols[k], label=names[k])
+    # rollout's and saliency's curves nearly coincide: saliency dashed beneath, rollout on top
+    style = {"rollout": dict(ls="-", lw=2.5, zorder=3), "saliency": dict(ls="--", lw=1.5, zorder=4)}
+    for k in ("random", "raw", "saliency", "rollout"):
+        a2.plot(100 * d["steps"], 100 * d["curves"][k], marker="o", ms=3, color=cols[k],
+                label=names[k], **style.get(k, dict(ls="-", lw=1.5, zorder=2)))  # fmt: skip
     a2.set(
         xlabel="patches deleted (%), most important first",
         ylabel="probability of predicted class (%)",
@@ -742,7 +821,7 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
     var = _spectrum(w.detach())
     r_pc1 = np.quantile(_random_spectra()[:, 0], [0.025, 0.975])
     dist = _distances(model, x[:DIST_IMAGES])
-    share, area = _on_object(model, s, x, DIST_IMAGES)
+    share, area, shuffled = _on_object(model, s, x, DIST_IMAGES)
     hits, _, (_, _, pred) = localisation(model, s, x)
     corr, _, area_del, _ = _checks(model, s, x[:DELETE_IMAGES], levels=1)
     null = position_null(model)
@@ -750,6 +829,10 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
         "acc": float((pred == s.labels).mean()),
         "pc1_var": float(var[0]),
         "pc1_vs_random": _vs_range(var[0], *r_pc1),
+        # the filters the model started from, against the same random banks
+        "init_pc1_vs_random": _vs_range(
+            _spectrum(_random_model(seed).patch_embed.proj.weight.detach())[0], *r_pc1
+        ),
         "filter_moved": _rel_change(w, _random_model(seed).patch_embed.proj.weight),
         **{f"sim_{k}": v for k, v in position_summary(model).items()},
         **{f"gap_{k}": gap for k, (gap, _) in null.items()},
@@ -759,7 +842,11 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
         "dist_min": float(dist.min()),
         "dist_max": float(dist.max()),
         "dist_low_block": _low_block(dist),
+        "dist_dip": _dist_dip(dist),
         "on_object": float(share.mean()),
+        "on_object_shuffled": float(shuffled.mean()),
+        # "higher": more attention on the image's own box than on another image's, image by image
+        "on_object_vs_shuffled": _paired(share, shuffled),
         # "higher": more attention on the object than uniform attention would give it
         "on_object_vs_uniform": {"below": "higher", "above": "lower"}.get(
             _vs_range(float(area.mean()), *stats.interval(share)), "indistinguishable"
@@ -779,7 +866,16 @@ def findings(model: VisionTransformer, seed: int = 0) -> dict[str, float | str]:
 FINDING_FORMAT = {"acc": "{:.1%}", "pc1_var": "{:.0%}", "on_object": "{:.0%}",
                   "loc_rollout": "{:.1%}", "loc_raw": "{:.1%}", "dist_l1_mean": "{:.1f}",
                   "dist_last_mean": "{:.1f}", "dist_min": "{:.1f}", "dist_max": "{:.1f}",
-                  "dist_low_block": "{:d}", "filter_moved": "{:.0%}"}  # fmt: skip
+                  "dist_low_block": "{:d}", "filter_moved": "{:.0%}", "dist_dip": "{:.1f}",
+                  "on_object_shuffled": "{:.0%}"}  # fmt: skip
+
+
+def _finding_format(name: str) -> str:
+    """How finding ``name`` is printed: :data:`FINDING_FORMAT`, else two decimals, three for
+    the position gaps and their shuffled nulls (a gap and its null can differ in the third)."""
+    if name in FINDING_FORMAT:
+        return FINDING_FORMAT[name]
+    return "{:.3f}" if name.startswith(("gap_", "null_")) else "{:.2f}"
 
 
 #: Every verdict a finding can give: the across-seeds check counts the models with each.
@@ -800,26 +896,30 @@ def across_seeds(rec):
             if isinstance(value, str):
                 rec.fact(f"s{seed}_{name}", value)
             else:
-                rec.fact(f"s{seed}_{name}", value, FINDING_FORMAT.get(name, "{:.2f}"))
+                rec.fact(f"s{seed}_{name}", value, _finding_format(name))
         if isinstance(values[0], str):  # a verdict: the same for every model, or not
             rec.fact(f"all_{name}", values[0] if len(set(values)) == 1 else "mixed")
             for verdict in VERDICTS:  # and in how many models each verdict came out
                 rec.fact(f"n_{name}_is_{verdict}", values.count(verdict))
         else:  # the range over the models
-            fmt = FINDING_FORMAT.get(name, "{:.2f}")
+            fmt = _finding_format(name)
             rec.fact(f"min_{name}", min(values), fmt)
             rec.fact(f"max_{name}", max(values), fmt)
     # how far the block means of the attention distance stray from uniform attention's
     uniform = _uniform_distance(_model().cfg)
     blocks = ("dist_l1_mean", "dist_last_mean")
     dev = max(abs(r[k] - uniform) for r in rows.values() for k in blocks)
-    rec.fact("dist_max_dev", dev, "{:.1f}")
+    rec.fact("dist_max_dev", _round_up(dev), "{:.2f}")  # a bound: rounded up, never down
     # ... and every head of every block, and where the dip is: the block with the lowest mean
     # is a middle one (neither the first nor the last) in how many models
     head_dev = max(abs(r[k] - uniform) for r in rows.values() for k in ("dist_min", "dist_max"))
-    rec.fact("dist_head_max_dev", head_dev, "{:.1f}")
+    rec.fact("dist_head_max_dev", _round_up(head_dev), "{:.2f}")
     depth = _model().cfg.depth
     rec.fact("n_dist_low_middle", sum(1 < r["dist_low_block"] < depth for r in rows.values()))
+    # ... against chance: each block equally likely to be the lowest, at least that many models
+    k, n = sum(1 < r["dist_low_block"] < depth for r in rows.values()), len(rows)
+    rec.fact("n_middle_blocks", depth - 2)
+    rec.fact("dist_low_middle_chance", _binomial_tail(k, n, (depth - 2) / depth), "{:.2f}")
     # the position gaps against their shuffled-table null: in how many models above it
     for name in POS_GAPS:
         rec.fact(f"n_gap_{name}_above_null",
@@ -828,7 +928,86 @@ def across_seeds(rec):
     for a, b in (("neighbour", "far"), ("mirror_lr", "neighbour"), ("mirror_tb", "neighbour"),
                  ("far_same_ring", "far_other_ring"), ("same_row", "same_col")):  # fmt: skip
         rec.fact(f"n_{a}_gt_{b}", sum(r[f"sim_{a}"] > r[f"sim_{b}"] for r in rows.values()))
+    # the ring gap against the other two gaps: the largest of the three in how many models
+    largest = _shortfall_tests(depth)["gap_ring_largest"]
+    rec.fact("n_gap_ring_largest", sum(largest(r) for r in rows.values()))
+    # the ring gap without row and column pairs: the model where it clears its shuffles least
+    margin = {s: r["gap_ring_no_rowcol"] - r["null_ring_no_rowcol"] for s, r in rows.items()}
+    narrowest = min(margin, key=margin.get)
+    rec.fact("ring_no_rowcol_margin_seed", narrowest)
+    rec.fact("ring_no_rowcol_margin", margin[narrowest], "{:+.4f}")
+    # does the distance grow with depth? the last block's mean at most the first's
+    rec.fact("n_dist_not_growing",
+             sum(r["dist_last_mean"] <= r["dist_l1_mean"] for r in rows.values()))  # fmt: skip
+    # the models whose first component stands out: did they start inside the random range?
+    above = [r for r in rows.values() if r["pc1_vs_random"] == "above"]
+    rec.fact("pc1_above_started_within",
+             bool(above) and all(r["init_pc1_vs_random"] == "within" for r in above))  # fmt: skip
+    weak = weakness(rows, depth)
+    for name, value in weak.items():
+        rec.fact(name, value, "{:.1%}" if name == "weakest_acc" else None)
     return rows
+
+
+def _binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    from math import comb
+
+    return float(sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def _round_up(x: float, decimals: int = 2) -> float:
+    """``x`` rounded up at ``decimals``: a bound printed below its value would not be a bound."""
+    return float(np.ceil(x * 10**decimals - 1e-9) / 10**decimals)
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """ "3", "1 and 3", "0, 1 and 3"."""
+    names = [str(s) for s in sorted(seeds)]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+#: The per-model tests behind the counts the text prints: a model "falls short" of a finding
+#: when its test is False.
+def _shortfall_tests(depth: int) -> dict:
+    return {
+        "rollout_vs_raw": lambda r: r["rollout_vs_raw"] == "higher",
+        "on_object_vs_uniform": lambda r: r["on_object_vs_uniform"] == "higher",
+        "on_object_vs_shuffled": lambda r: r["on_object_vs_shuffled"] == "higher",
+        "dist_low_middle": lambda r: 1 < r["dist_low_block"] < depth,
+        "dist_not_growing": lambda r: r["dist_last_mean"] <= r["dist_l1_mean"],
+        "neighbour_gt_far": lambda r: r["sim_neighbour"] > r["sim_far"],
+        "far_same_ring_gt_far_other_ring": (
+            lambda r: r["sim_far_same_ring"] > r["sim_far_other_ring"]
+        ),
+        **{f"gap_{k}_above_null": (lambda r, k=k: r[f"gap_{k}"] > r[f"null_{k}"])
+           for k in POS_GAPS},
+        "gap_ring_largest": lambda r: r["gap_ring"] > max(r["gap_neighbour"], r["gap_row"]),
+        "del_rollout_vs_raw": lambda r: r["del_rollout_vs_raw"] == "lower",
+    }  # fmt: skip
+
+
+def weakness(rows: dict[int, dict], depth: int) -> dict[str, object]:
+    """Which model learned least (lowest test accuracy), how many of the shortfalls of
+    :func:`_shortfall_tests` are its own, whether every test holds in every model, and which
+    models' first filter component stands out above random banks (and whether they are the
+    ones that learned least)."""
+    seeds = sorted(rows)
+    by_acc = sorted(seeds, key=lambda s: rows[s]["acc"])
+    weakest = by_acc[0]
+    fails = {s: [k for k, t in _shortfall_tests(depth).items() if not t(rows[s])] for s in seeds}
+    above = [s for s in seeds if rows[s]["pc1_vs_random"] == "above"]
+    return {
+        "weakest_seed": weakest,
+        "weakest_acc": rows[weakest]["acc"],
+        "n_shortfalls": sum(len(f) for f in fails.values()),
+        "n_shortfalls_weakest": len(fails[weakest]),
+        "all_findings_shared": not any(fails.values())
+        and len({r["pc1_vs_random"] for r in rows.values()}) == 1,
+        "pc1_above_seeds": _seed_list(above) if above else "none",
+        # the models whose component stands out are exactly the ones that learned least
+        "pc1_above_are_weakest": bool(above) and sorted(above) == sorted(by_acc[: len(above)]),
+    }
 
 
 # --8<-- [start:window-cost]
