@@ -313,3 +313,14 @@ def test_shapes_generator():
     assert np.array_equal(again.images, s.images)  # seeded
     f = make_shapes(8, classes=FINETUNE_CLASSES, seed=0)
     assert f.classes == FINETUNE_CLASSES
+
+
+def test_printed_gap_matches_the_printed_accuracies():
+    """The gap between two accuracies is the difference of their printed values: 71.5% and
+    70.25% (printed 70.2%) are 1.3 points apart on the page, not the unrounded 1.25."""
+    from vitbook.figures.ch09_training import _printed_gap
+
+    assert f"{0.7025:.1%}" == "70.2%"
+    assert _printed_gap(0.715, 0.7025) == 1.3
+    assert _printed_gap(0.7425, 0.7075) == 3.4
+    assert _printed_gap(0.5, 0.75) == -25.0

@@ -238,6 +238,7 @@ def transfer_by_size(rec):
     chance = 1 / len(FINETUNE_CLASSES)
     for k in NAMES:
         rec.fact(f"steps_{k}_small", transfer.transfer_steps(k, SIZES[0]), "{:,}")
+        rec.fact(f"steps_{k}_mid", transfer.transfer_steps(k, SIZES[1]), "{:,}")
         rec.fact(f"steps_{k}_large", transfer.transfer_steps(k, SIZES[-1]), "{:,}")
     # a budget that decides nothing: where in its budget did each run peak?
     late = {k: [[x["best_step"] > 0.8 * x["steps"] for x in row] for row in r[k]] for k in NAMES}
@@ -386,10 +387,12 @@ def lr_sweep(rec):
         rec.fact(f"lr_{m}_good", ", ".join(f"{lr:g}" for lr in good))
         rec.fact(f"lr_{m}_n_good", len(good))
         # how far each rate's best seed ends below the best rate's lowest seed, in points
-        # (negative: the ranges overlap): how close a rate that fails the test came to passing
+        # (negative: the ranges overlap): how close a rate that fails the test came to passing;
+        # the difference of the two accuracies as the page prints them, so that it matches them
         lowest = min(final[m][LRS[best]])
         for i, lr in enumerate(LRS):
-            rec.fact(f"lr_{m}_{i}_short", 100 * (lowest - max(final[m][lr])), "{:.1f}", tol=1.0)
+            gap = _printed_gap(lowest, max(final[m][lr]))
+            rec.fact(f"lr_{m}_{i}_short", gap, "{:.1f}", tol=1.0)
     for i, lr in enumerate(LRS):
         rec.fact(f"lr{i}", f"{lr:g}")
     rec.fact("lr_n", len(LRS))
@@ -433,6 +436,12 @@ def lr_sweep(rec):
     rec.fact("sweep_seconds", secs, "{:.0f}", measured=True)
     curves = {lr: [x["val"] for x in sweep["vit_full"][lr]] for lr in LRS}
     return {"final": final, "recipes": racc, "curves": curves}
+
+
+def _printed_gap(a: float, b: float) -> float:
+    """``a - b`` in percentage points, computed from the two accuracies rounded as the page
+    prints them (one decimal of a percent), so that the gap matches the printed numbers."""
+    return round(float(f"{a:.1%}"[:-1]) - float(f"{b:.1%}"[:-1]), 1)
 
 
 def _n_below(accs, threshold: float = COLLAPSE_BELOW) -> int:
