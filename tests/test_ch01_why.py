@@ -96,6 +96,17 @@ def test_longrange_facts():
     assert f["mean_vs_vit"] == verdict("vit_mean_acc", "vit_acc")
     assert f["vit_mean_solved"] + f["vit_mean_failed"] <= f["seeds"]
     assert f["rf_closed_form_ok"] == "yes" and f["cnn_rf"] == 32
+    assert f["cnn_short_vs_plateau"] == verdict("cnn_short_acc", "cnn_acc")
+    # the baselines of the curves by distance: intact parts flagged, in the runs that trained
+    if f["cnn_failed"] == 0:
+        assert f["cnn_intact_flagged"] == pytest.approx(1 - f["cnn_intact_acc"])
+    # leaving out the failed runs can only raise the ViT's share of intact parts passed
+    assert f["vit_ok_intact_acc"] >= f["vit_intact_acc"]
+    assert f["vit_ok_intact_acc_lo"] >= f["vit_intact_acc_lo"]
+    # a failed run that answers one class scores one class's share or the other's; the
+    # shares are taken in pairs (y, 1 - y), so the lowest and the highest add up to one
+    assert f["vit_failed_one_class"] <= f["vit_plateau_failed"]
+    assert f["vit_failed_val_lo"] + f["vit_failed_val_hi"] == pytest.approx(1)
 
 
 def test_paper_table2_and_deit_facts():
