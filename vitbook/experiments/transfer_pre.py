@@ -16,9 +16,12 @@ PRE_TRANSFER_ARMS = ("vit_head", "vit_full")
 
 # --8<-- [start:transfer-from]
 def transfer_from(
-    pres: tuple[VisionTransformer, ...], pre_seed: int, arm: str, seed: int,
+    pres: tuple[VisionTransformer, ...],
+    pre_seed: int,
+    arm: str,
+    seed: int,
     n_train: int = PRE_TRANSFER_SIZE,
-) -> dict:  # fmt: skip
+) -> dict:
     """Run 4's ``arm`` on ``n_train`` images, fine-tuned from pre-training seed ``pre_seed``
     (``pres[pre_seed]``) with fine-tuning seed ``seed``: the same call as
     :func:`vitbook.experiments.transfer.transfer_run`, from another starting model."""
