@@ -662,9 +662,11 @@ def map_checks(rec):
         rec.fact(f"rand_corr_{key}_all", float(np.mean(full[key])), "{:.2f}", tol=0.1)
         rec.fact(f"rand_corr_{key}_all_lo", min(full[key]), "{:.2f}", tol=0.1)
         rec.fact(f"rand_corr_{key}_all_hi", max(full[key]), "{:.2f}", tol=0.1)
-        rec.fact(f"rand_corr_{key}_null_lo", min(null[key]), "{:.2f}")
-        rec.fact(f"rand_corr_{key}_null_hi", max(null[key]), "{:.2f}")
-        rec.fact(f"rand_corr_{key}_null", float(np.mean(null[key])), "{:.2f}")
+        # the null trains nothing, but its mean lies near zero, where another CPU's last bits
+        # (AVX2: -0.0221027 -> -0.0221052) are a large relative move: one printed step allowed
+        rec.fact(f"rand_corr_{key}_null_lo", min(null[key]), "{:.2f}", tol=0.01)
+        rec.fact(f"rand_corr_{key}_null_hi", max(null[key]), "{:.2f}", tol=0.01)
+        rec.fact(f"rand_corr_{key}_null", float(np.mean(null[key])), "{:.2f}", tol=0.01)
         rec.fact(f"rand_corr_{key}_all_vs_null", _draws_vs_pairs(full[key], null[key]))
     rec.fact("rand_fresh_draws", FRESH_DRAWS)
     rec.fact("rand_null_pairs", len(null["roll"]))

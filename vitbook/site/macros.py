@@ -273,7 +273,7 @@ def _read_alt(path: str, stamp: int) -> dict[str, str]:
 
 
 #: Widths (CSS pixels of the image file) of the WebP copies made by vitbook.site.hooks.
-WEBP_WIDTHS = (720,)
+WEBP_WIDTHS = (720, 1080)
 #: How wide a figure is shown: the whole column on a phone, at most the text column otherwise.
 SIZES = "(max-width: 76.1875em) calc(100vw - 2.4rem), 720px"
 
