@@ -8,6 +8,7 @@ public URL (``site_url``) count as internal. A broken link fails with the page a
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from functools import cache
@@ -157,6 +158,16 @@ def test_listing_lines_are_not_links(site: Path) -> None:
     assert pages, "no chapter page in the built site"
     linked = [p.parent.name for p in pages if 'href="#__codelineno' in p.read_text()]
     assert not linked, f"listings with a link per line in: {', '.join(sorted(linked))}"
+
+
+def test_pages_load_without_instant_navigation(site: Path) -> None:
+    """Material's instant navigation stays off (mkdocs.yml): on every load it resolves and
+    rewrites each link of the page, and a chapter links each printed number; a full load per
+    chapter costs a phone less than that work on every load."""
+    html = (site / "09-training" / "index.html").read_text(encoding="utf-8")
+    config = json.loads(re.search(r'<script id="__config"[^>]*>(.*?)</script>', html, re.S)[1])
+    assert "navigation.tracking" in config["features"], "no Material config read from the page"
+    assert not [f for f in config["features"] if f.startswith("navigation.instant")]
 
 
 def test_notebook_pages_and_their_sources_are_linked(site: Path) -> None:

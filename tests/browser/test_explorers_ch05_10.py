@@ -461,10 +461,10 @@ def test_draw_a_digit_by_mouse_keys_and_tap(browser, base_url):
 # ---------------------------------------------------------------------------- navigation
 
 
-def test_explorers_mount_after_instant_navigation(browser, base_url):
-    """Material's instant navigation swaps the page and emits document$; against a local server
-    (not under site_url) it falls back to a full load, so both paths are driven here: a link
-    followed, and a page change announced through document$ on the same document."""
+def test_explorers_mount_after_following_a_link_and_on_a_page_change(browser, base_url):
+    """Both ways a page can change: a link followed (a full load: the book does not use
+    Material's instant navigation), and a page change announced through document$ on the same
+    document (what instant navigation would do)."""
     with opened(browser, base_url, CH05) as page:
         live(page, "ch05/attention-calculator")
         page.locator('nav a[href$="08-whole-model/"]').first.click()

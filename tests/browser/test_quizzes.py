@@ -1,5 +1,5 @@
 """The graded quizzes in Chromium: answer by mouse, keyboard and tap; feedback and the
-explanation appear after an attempt; answers survive a reload and instant navigation; the
+explanation appear after an attempt; answers survive a reload; the
 reset button clears them; every typed question takes its answer with a unit, rejects its
 traps, and treats an empty box as no answer yet; no console errors and no foreign requests."""
 
