@@ -276,3 +276,20 @@ def test_the_cards_add_at_most_20_kb_to_a_chapter_page():
     print("\ncards' cost per chapter (gzip bytes, plus", shared, "shared):", costs)
     worst = max(costs.values()) + shared
     assert worst <= CARD_BUDGET, f"the cards add {worst} bytes (gzip) to a chapter page"
+
+
+def test_a_rounding_level_fact_says_the_chapters_print_a_bound():
+    """A computed fact with ``tol=`` is a rounding error whose last digits change with the CPU:
+    its card and its appendix entry give the bound the chapters print (macros.noise_bound),
+    not a seed spread; a trained fact's card keeps its tolerance instead."""
+    entries = provenance.ledger(ROOT)
+    e = entries["ch06.fh_row_sum_max_dev"]
+    card = e.card()
+    assert e.kind == "computed" and e.tol is not None
+    assert card["b"] == provenance.bound_text(e.tol) == "1e-13" and "tol" not in card
+    page = provenance.appendix_html(entries, {}, {}, "", "", "../", chapter="ch06")
+    entry = page[page.index('id="ch06-fh_row_sum_max_dev"') :]
+    entry = entry[: entry.index("</div>")]
+    assert provenance.ROUNDING_TEXT.format("1e-13") in entry
+    trained = next(x for x in entries.values() if x.kind == "trained" and x.tol is not None)
+    assert "b" not in trained.card() and "tol" in trained.card()

@@ -77,6 +77,10 @@
       if (f.tol) text += `; another CPU may move it by up to ${f.tol}`;
       span("vb-card-row", el).textContent = `${text}.`;
     }
+    if (f.b) {
+      span("vb-card-row", el).textContent =
+        `A rounding error: its last digits change with the CPU, so the chapters print it as a bound, below ${f.b}.`;
+    }
     let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
     if (f.tc) cpu += `; its runs were trained on ${f.tc}`;
     span("vb-card-row", el).textContent = `${cpu}.`;

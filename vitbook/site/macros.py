@@ -161,8 +161,7 @@ def noise_bound(fact: Fact) -> str:
         )
     if not abs(value) < fact.tol:
         raise BookError(f"{fact.name} = {value:g} is not below its bound {fact.tol:g}")
-    mantissa, exponent = f"{fact.tol:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"  # 1e-05 -> "1e-5"
+    return provenance.bound_text(fact.tol)
 
 
 def chapter_of(src_path: str) -> int | None:

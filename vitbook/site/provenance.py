@@ -217,6 +217,20 @@ def _run_capabilities(root: str) -> dict[tuple[str, str], str]:
     return out
 
 
+def bound_text(tol: float) -> str:
+    """The bound a rounding-level fact is printed as, from its ``tol=``: 1e-05 -> "1e-5"."""
+    mantissa, exponent = f"{tol:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+#: What the Numbers appendix says of a rounding-level fact (a computed one with ``tol=``); its
+#: card says the same (docs/javascripts/numbers.js).
+ROUNDING_TEXT = (
+    "a rounding error: its last digits change with the CPU, so the chapters print it as a bound,"
+    " below {}"
+)
+
+
 @dataclass
 class Entry:
     """One fact with its provenance (what a card and the Numbers appendix show)."""
@@ -251,6 +265,8 @@ class Entry:
             out["r"] = [self.low, self.high]
         if self.tol is not None and self.kind == "trained":
             out["tol"] = f"{self.tol:.4g}"
+        elif self.tol is not None:
+            out["b"] = bound_text(self.tol)
         if self.cpu:
             out["c"] = self.cpu
         if self.trained_on:
@@ -416,6 +432,8 @@ def appendix_html(
                 bits.append(f"over {e.seeds} seeds{spread}" + (f"; {tol}" if tol else ""))
             elif tol and e.kind == "trained":
                 bits.append(tol)
+            elif e.tol is not None:
+                bits.append(ROUNDING_TEXT.format(bound_text(e.tol)))
             bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
             if e.trained_on:
                 bits.append(f"runs trained on: {esc(', '.join(e.trained_on))}")
