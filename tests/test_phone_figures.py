@@ -71,3 +71,27 @@ def test_a_caption_that_places_panels_says_how_a_phone_orders_them() -> None:
     assert re.search(
         re.escape(macros.PHONE_MEDIA) + r" \{\s*\.vb-phone-note \{ display: inline", css
     )
+
+
+def test_the_webp_copies_are_the_files_the_picture_names_at_their_widths(tmp_path) -> None:
+    """A desktop figure (1,440 px: two device pixels per CSS pixel of the 720 px column) gets
+    WebP copies at each width the page's srcset names, each as wide as it says; a phone variant
+    (570 px) only its own width, encoded with libwebp's tightest method (what phones fetch)."""
+    import io
+
+    from PIL import Image
+
+    from vitbook.engine.build import DPI
+    from vitbook.site import hooks
+
+    assert round(7.2 * DPI) == 1440
+    for width, stem in ((1440, "x"), (570, "x.phone")):
+        png = tmp_path / f"{stem}.png"
+        Image.new("RGB", (width, 60), (200, 120, 40)).save(png)
+        copies = hooks.webp_copies(png)
+        srcset = re.search(r'srcset="([^"]*)"', macros.picture(stem, "light", "a", width, 60))[1]
+        named = dict(reversed(c.split()) for c in srcset.split(", "))  # {"720w": "x.720w.webp"}
+        assert sorted(copies) == sorted(named.values())
+        for w, name in named.items():
+            assert Image.open(io.BytesIO(copies[name])).size[0] == int(w.removesuffix("w"))
+    assert hooks.webp_method(570) == hooks.webp_method(720) == 6 > hooks.webp_method(1080)
