@@ -70,16 +70,15 @@
     } else {
       how.append(`Computed by item ${f.i}`);
     }
-    span("vb-card-row", el).textContent = KIND[f.k] || f.k;
+    // a rounding error: the same on every run on one CPU, not across CPUs
+    span("vb-card-row", el).textContent = f.b
+      ? `Computed: a rounding error, the same on every run on one CPU; its last digits change with the CPU, so the chapters print it as a bound, below ${f.b}.`
+      : KIND[f.k] || f.k;
     if (f.s || f.tol) {
       let text = f.s ? `Over ${f.s} seeds` : "Over several seeds";
       if (f.r) text += `: lowest ${f.r[0]}, highest ${f.r[1]}`;
       if (f.tol) text += `; another CPU may move it by up to ${f.tol}`;
       span("vb-card-row", el).textContent = `${text}.`;
-    }
-    if (f.b) {
-      span("vb-card-row", el).textContent =
-        `A rounding error: its last digits change with the CPU, so the chapters print it as a bound, below ${f.b}.`;
     }
     let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
     if (f.tc) cpu += `; its runs were trained on ${f.tc}`;

@@ -185,3 +185,24 @@ def rgba(css: str) -> tuple[float, ...]:
     """A computed colour as (r, g, b, alpha): 'rgb(0, 0, 0)' and 'rgba(0, 0, 0, 1)' are equal."""
     parts = [float(x) for x in re.findall(r"[\d.]+", css)]
     return tuple(parts[:3] + (parts[3:] or [1.0]))
+
+
+def test_a_rounding_errors_card_says_the_chapters_print_a_bound(browser, base_url) -> None:
+    """Ch 4 prints "less than 1e-13" for a float64 rounding error: the card gives the value this
+    build's CPU computed and says why the page prints the bound instead (another CPU gives other
+    last digits), not that the code gives exactly this number."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_navigation_timeout(NAVIGATION_MS)
+    page = context.new_page()
+    try:
+        page.goto(base_url + "04-cls-and-position/", wait_until="load")
+        num = page.locator('article a.vb-num[data-vb-fact="ch04.cls_diff_none"]').first
+        assert num.inner_text() == "1e-13"
+        num.scroll_into_view_if_needed()
+        num.hover()
+        page.locator("#vb-card").wait_for(state="visible", timeout=WAIT_MS)
+        text = card_text(page)
+        assert "a rounding error" in text and "print it as a bound, below 1e-13" in text
+        assert "exactly this number" not in text
+    finally:
+        context.close()
