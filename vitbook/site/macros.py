@@ -361,12 +361,19 @@ def frozen_summary(folder: Path) -> Chapter:
     records = [r for p in sorted(folder.glob("*/*.json")) if (r := frozen.read_record(p))]
     rotation = [r for r in records if r.get("seconds", 0.0) <= SHARD_BUDGET_S]
     size = sum(p.stat().st_size for p in folder.glob("*/*") if p.is_file())
+    long_by_fn: dict[str, int] = {}
+    for r in records:
+        if r.get("seconds", 0.0) > SHARD_BUDGET_S:
+            fn = r["run"].rsplit(".", 1)[-1]
+            long_by_fn[fn] = long_by_fn.get(fn, 0) + 1
+    long_kinds = ", ".join(f"{n} of `{fn}`" for fn, n in sorted(long_by_fn.items()))
     values = {
         "runs": (len(records), f"{len(records):,}"),
         "mb": (size / 1e6, f"{size / 1e6:.1f}"),
         "portable": (sum(bool(r.get("portable")) for r in records), None),
         "rotation_runs": (len(rotation), None),
         "long_runs": (len(records) - len(rotation), None),
+        "long_kinds": (len(long_by_fn), long_kinds or "none"),
         "rotation_shards": (len(plan_shards(rotation, SHARD_BUDGET_S, 2)), None),
         "shard_budget": (SHARD_BUDGET_S, None),
         "hours": (sum(r.get("seconds", 0.0) for r in records) / 3600, None),
