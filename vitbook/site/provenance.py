@@ -223,11 +223,12 @@ def bound_text(tol: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-#: What the Numbers appendix says of a rounding-level fact (a computed one with ``tol=``); its
-#: card says the same (docs/javascripts/numbers.js).
+#: What the Numbers appendix says of a rounding-level fact (a computed one with ``tol=``), true
+#: whether or not a page prints it; the card of a printed one says so in its own words
+#: (docs/javascripts/numbers.js).
 ROUNDING_TEXT = (
-    "a rounding error: its last digits change with the CPU, so the chapters print it as a bound,"
-    " below {}"
+    "a rounding error: its last digits change with the CPU, so a page that prints it prints a"
+    " bound, below {}"
 )
 
 
