@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from vitbook.site import editions, fonts, math, provenance
+from vitbook.site import editions, fonts, math, provenance, slides
 from vitbook.site import macros as book
 
 MATHJAX = Path("node_modules/mathjax/es5")
@@ -383,9 +383,34 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     stays TeX), typeset the page's formulas at build time (SVG in the page: no math runtime
     needed, each glyph's outline once per page), mark each listing line's indentation for
     wrapping, and link each listing's title to its source at the commit the page was built
-    from."""
+    from. A chapter's content is kept for its slide deck first (:mod:`vitbook.site.slides`)."""
+    slides.collect(html, page.file.src_path)
     html = code_line_indents(math.share_glyphs(math.typeset_page(link_numbers(html, page))))
+    html = slide_links(html, page, Path(config["docs_dir"]))
     return link_listing_titles(html, getattr(page, "vb_listings", []))
+
+
+#: The paragraph of a chapter's cite box that links its PDF (vitbook.site.macros.cite_box).
+_PDF_LINE_RE = re.compile(r'<p>(?:(?!</p>).)*?class="vb-pdf-link".*?</p>', re.S)
+
+
+def slide_links(html: str, page: Any, docs: Path) -> str:
+    """A chapter with a deck (docs/slides/chNN.yml) links it and its PDF in its cite box,
+    after the chapter's PDF: ``slides/chNN/`` and ``slides/chNN.pdf``."""
+    n = slides.chapter_of(page.file.src_path)
+    if n is None or not (docs / slides.DECK_DIR / f"ch{n:02d}.yml").is_file():
+        return html
+    up = "../" * page.url.count("/")
+    line = (
+        f'<p class="vb-slides-links">Slides of this chapter, built from the same figures, '
+        f'numbers and formulas: <a href="{up}slides/ch{n:02d}/">the deck</a> (press S for the '
+        f'speaker notes) and <a href="{up}slides/ch{n:02d}.pdf" type="application/pdf">its '
+        f"PDF</a> (16:9).</p>"
+    )
+    m = _PDF_LINE_RE.search(html)
+    if m is None:
+        return html + line
+    return html[: m.end()] + line + html[m.end() :]
 
 
 #: mkdocs-glightbox's script, which it loads in the page's head (blocking its first paint), and
@@ -455,8 +480,43 @@ def on_post_build(config: Any) -> None:
     # the fonts, and the TeX extensions MathJax loads on demand (\boldsymbol, \cancel, ...)
     for sub in ("output/chtml/fonts/woff-v2", "input/tex/extensions"):
         shutil.copytree(mathjax / sub, out / sub, dirs_exist_ok=True)
+    decks = write_slides(config, site, project)  # before the fonts: their letters are cut too
     fonts.install(site, cache=project / ".cache" / "vitbook" / "fonts")
+    print_slides(config, site, project, decks)
     # how to cite this copy: the repository's CITATION.cff with its commit and address
     ed = STATE.get("edition") or editions.current(project)
     (site / "CITATION.cff").write_text(editions.citation_cff(project, ed), encoding="utf-8")
     (site / "edition.json").write_text(json.dumps(ed.as_dict(), indent=1) + "\n")
+
+
+def write_slides(config: Any, site: Path, project: Path) -> list[Any]:
+    """Every chapter's slide deck into ``site/slides/`` (:mod:`vitbook.site.slides`)."""
+    from vitbook.site.pdf import nav_titles
+
+    docs = Path(config["docs_dir"])
+    ed = STATE.get("edition") or editions.current(project)
+    titles = {}
+    for src, title in nav_titles(config.get("nav")).items():
+        n = slides.chapter_of(src)
+        if n is not None:
+            titles[n] = re.sub(r"^\d+\.\s*", "", title)
+    decks = slides.write_decks(
+        site, project, docs, dict(book.nav_pages(config.get("nav"))),
+        published=ed.url, numbers=book.numbering(str(docs)), alt=book.figure_alt(str(docs)),
+        titles=titles,
+    )  # fmt: skip
+    math.TYPESETTER.close()
+    slides.PAGES.clear()
+    return decks
+
+
+def print_slides(config: Any, site: Path, project: Path, decks: list[Any]) -> None:
+    """The decks' 16:9 PDFs (printed only where a deck changed: cached by its digest)."""
+    # no date and no commit: a deck's PDF is the same file until the deck changes
+    meta = {
+        "/Author": str(config["extra"].get("authors", "")),
+        "/Creator": "vitbook.site.slides (reveal.js, Chromium via Playwright)",
+        "/Producer": "vitbook.site.slides with pypdf",
+        "/Subject": f"{config.get('site_name', 'vitbook')}: slides",
+    }
+    slides.print_decks(site, project, decks, meta)
