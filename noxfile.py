@@ -2,6 +2,8 @@
 
 nox -s book       figures (only what is stale), then the site into site/
 nox -s pdf        the book, then the printed edition into site/pdf/ (Chromium, offline)
+nox -s course     the book with every chapter's slide deck and its 16:9 PDF (site/slides/,
+                  Debian's chromium; a deck is printed again only when its sources change)
 nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
 nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium): every
@@ -92,6 +94,23 @@ def pdf(session: nox.Session) -> None:
     # VITBOOK_PDF=1: the chapters link the PDFs printed next (vitbook.site.macros.pdf_edition)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV | {"VITBOOK_PDF": "1"})
     session.run("python", "-m", "vitbook.site.pdf", "site", *session.posargs, env=ENV)
+
+
+@nox.session(python=PYTHON)
+def course(session: nox.Session) -> None:
+    """What an instructor takes to class: the site with the chapters' slide decks
+    (site/slides/chNN/, reveal.js) and their PDFs (site/slides/chNN.pdf), written by the site
+    build (vitbook/site/slides.py), which prints a deck's PDF only when the deck changed."""
+    install(session)
+    session.run("python", "-m", "vitbook", "figures", env=ENV)
+    session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
+    manifest = ROOT / "site" / "slides" / "manifest.json"
+    if not manifest.is_file():
+        session.error("the site build wrote no slide decks (site/slides/manifest.json)")
+    missing = [k for k, v in __import__("json").loads(manifest.read_text())["decks"].items()
+               if "pdf_pages" not in v]  # fmt: skip
+    if missing:
+        session.error(f"no PDF for the decks {missing}: install Debian's chromium")
 
 
 @nox.session(python=PYTHON)
