@@ -90,8 +90,13 @@ def test_packing_keeps_order_and_budget() -> None:
 
 PARTS = {
     "goals": ["say what a query is", "compute attention by hand"],
-    "quiz": [{"title": "1. Why?", "options": [("x", "because"), (" ", "no")],
-              "explanation": "<p>Because.</p>"}],  # fmt: skip
+    "quiz": [
+        {
+            "title": "1. Why?",
+            "options": [("x", "because"), (" ", "no")],
+            "explanation": "<p>Because.</p>",
+        }
+    ],  # fmt: skip
     "summary": ["attention mixes tokens"],
 }
 
@@ -135,7 +140,8 @@ def test_a_change_to_one_chapter_moves_only_its_decks_key(tmp_path: Path) -> Non
 def test_page_parts_read_goals_quiz_and_summary() -> None:
     page = (
         '<div class="admonition abstract"><p class="admonition-title">After</p><ul>'
-        '<li>use <a class="vb-term" href="../glossary/#token">tokens</a></li><li>two</li></ul></div>'
+        '<li>use <a class="vb-term" href="../glossary/#token">tokens</a></li>'
+        "<li>two</li></ul></div>"
         '<h2 id="check-yourself">Check yourself</h2><details class="question"><summary>1. Q?'
         "</summary><ul><li>[x] right</li><li>[ ] wrong</li></ul><p>Why.</p></details>"
         '<h2 id="summary">Summary</h2><ul><li>one <span class="vb-fact" data-fact="ch05.d_k">'
@@ -144,7 +150,11 @@ def test_page_parts_read_goals_quiz_and_summary() -> None:
     parts = slides.page_parts(page)
     assert parts["goals"] == ["use tokens", "two"]
     assert parts["quiz"] == [
-        {"title": "1. Q?", "options": [("x", "right"), (" ", "wrong")], "explanation": "<p>Why.</p>"}
+        {
+            "title": "1. Q?",
+            "options": [("x", "right"), (" ", "wrong")],
+            "explanation": "<p>Why.</p>",
+        }
     ]
     assert len(parts["summary"]) == 1 and 'data-fact="ch05.d_k"' in parts["summary"][0]
 
@@ -226,9 +236,11 @@ def test_deck_runs_offline_with_speaker_notes(site: Path, browser) -> None:
         foreign: list[str] = []
         context.route(
             "**/*",
-            lambda r: r.continue_()
-            if r.request.url.startswith(base)
-            else (foreign.append(r.request.url), r.abort()),
+            lambda r: (
+                r.continue_()
+                if r.request.url.startswith(base)
+                else (foreign.append(r.request.url), r.abort())
+            ),
         )
         page = context.new_page()
         errors: list[str] = []

@@ -169,9 +169,11 @@ def page_counts(chapter_md: str) -> dict[str, int]:
     if m:
         goals = len(re.findall(r"^    - ", m.group(1), re.M))
     quiz = chapter_md.split("## Check yourself", 1)
-    questions = len(re.findall(r"^\?\?\? question", quiz[1].split("\n## ", 1)[0], re.M)) if len(
-        quiz
-    ) == 2 else 0
+    questions = (
+        len(re.findall(r"^\?\?\? question", quiz[1].split("\n## ", 1)[0], re.M))
+        if len(quiz) == 2
+        else 0
+    )
     summary = chapter_md.split("\n## Summary", 1)
     points = 0
     if len(summary) == 2:
@@ -239,9 +241,7 @@ def fact_spans(text: str) -> str:
     """The page's marked numbers (:func:`vitbook.site.provenance.mark`) as spans naming their
     fact, which the deck's tests read."""
     names = provenance._NAMES  # noqa: SLF001 - the names of the marks made in this process
-    return provenance.MARK_RE.sub(
-        lambda m: fact_span(names[int(m.group(1))], m.group(2)), text
-    )
+    return provenance.MARK_RE.sub(lambda m: fact_span(names[int(m.group(1))], m.group(2)), text)
 
 
 def fact_span(name: str, text: str) -> str:
@@ -476,7 +476,7 @@ def build_deck(
         return (
             f'<figure class="vb-slide-figure"><img src="{up}{src}" alt="{alt_text}" '
             f'width="{round(w * scale)}" height="{round(h * scale)}">'
-            f'<figcaption>Figure {number(label, "figure")}</figcaption></figure>'
+            f"<figcaption>Figure {number(label, 'figure')}</figcaption></figure>"
         )
 
     def text(value: str) -> str:
@@ -546,8 +546,7 @@ def build_deck(
                         title,
                         '<p class="vb-kicker">Check yourself</p>'
                         f'<ol class="vb-options" type="A">{"".join(opts)}</ol>',
-                        f"<p><strong>Answer:</strong> {'; '.join(answer)}.</p>"
-                        + q["explanation"],
+                        f"<p><strong>Answer:</strong> {'; '.join(answer)}.</p>" + q["explanation"],
                     )
                 )
         elif isinstance(entry, dict):
@@ -635,9 +634,7 @@ def deck_page(deck: Deck, reveal_version: str) -> str:
         '<link rel="stylesheet" href="../../stylesheets/fonts.css">\n'
         '<link rel="stylesheet" href="../slides.css">\n'
         f"<style>{pygments_css()}</style>\n"
-        '</head><body><div class="reveal"><div class="slides">\n'
-        + body
-        + "\n</div></div>\n"
+        '</head><body><div class="reveal"><div class="slides">\n' + body + "\n</div></div>\n"
         '<script src="../../assets/reveal/dist/reveal.js"></script>\n'
         '<script src="../../assets/reveal/plugin/notes/notes.js"></script>\n'
         '<script src="../slides.js"></script>\n'
@@ -671,7 +668,7 @@ def deck_digest(deck: Deck, site: Path, base: str) -> str:
     return h.hexdigest()
 
 
-# --- the build -------------------------------------------------------------------------------------
+# --- the build ---------------------------------------------------------------------------------
 
 
 def write_decks(site: Path, project: Path, docs: Path, pages: dict[str, str], *, published: str,
@@ -748,7 +745,8 @@ def print_decks(site: Path, project: Path, decks: list[Deck], meta: dict[str, st
                     page.goto(f"{base}{DECK_DIR}/ch{d.n:02d}/?print-pdf", wait_until="load")
                     page.wait_for_function(
                         "window.Reveal && Reveal.isReady() && "
-                        "document.querySelectorAll('.pdf-page').length > 0", timeout=30_000
+                        "document.querySelectorAll('.pdf-page').length > 0",
+                        timeout=30_000,
                     )
                     page.evaluate("document.fonts.ready.then(() => true)")
                     raw = page.pdf(print_background=True, prefer_css_page_size=True,
