@@ -14,6 +14,8 @@ nox -s edition -- X.Y.Z   the edition tagged vX.Y.Z (and its PDF) into the gh-pa
                   mike, its wheel, sdist, PDFs and CITATION.cff into dist/; `-- latest` the
                   latest text (what the Pages workflow publishes); nothing is pushed
 nox -s lint       ruff, eslint for the explorers, actionlint and zizmor for the workflows
+nox -s grade -- <folder>   grade every assignment submission in a folder (course/grade.py);
+                  without a folder, build the student notebooks and autograders
 nox -s bench      the model's speed benchmarks, Lighthouse scores per chapter and the explorers'
                   data sizes and repaint times (not a test); `nox -s bench -- --cold-build`
                   also times every item recomputed from the frozen runs (`python -m vitbook
@@ -194,3 +196,15 @@ def bench(session: nox.Session) -> None:
     site = dict(ENV, VITBOOK_SITE=os.path.abspath("site"))
     session.run("python", "benchmarks/bench_explorers.py", env=site)
     session.run("python", "benchmarks/bench_explorers_ch05_10.py", env=site)
+
+
+@nox.session(python=PYTHON)
+def grade(session: nox.Session) -> None:
+    """The graded assignments (course/grade.py): `-- <folder>` grades every submission in it
+    into <folder>/scores.csv; without a folder, builds the student notebooks and autograders
+    into course/dist/."""
+    install(session, npm=False)
+    if not session.posargs:
+        session.run("python", "course/grade.py", "build", env=ENV)
+        return
+    session.run("python", "course/grade.py", "grade", *session.posargs, env=ENV)

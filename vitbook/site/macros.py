@@ -38,7 +38,7 @@ from typing import Any
 
 import markdown
 
-from vitbook.site import editions, provenance
+from vitbook.site import course, editions, provenance
 
 CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
 LABEL_RE = re.compile(r"""\b(figure|equation|explorer)\(\s*["']([a-z0-9/-]+)["']""")
@@ -391,6 +391,7 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     facts_path = Path(env.project_dir) / "figures" / "facts.json"
     env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
+    course.define(env, Chapter)  # the syllabus's compute, deck and assignment links
     extra = conf.get("extra", {})
     ed = editions.current(Path(env.project_dir), conf)
     version = ed.edition or ed.version
