@@ -13,7 +13,8 @@ Rooms, with one-way arrows between them:
   (knows nothing of ViTs);
 * ``figures``: one module per chapter, which uses all of the above; only the engine imports them;
 * ``site``: the MkDocs macros and hooks, editions, provenance cards, formulas, the PDF, the
-  chapters' slide decks; reads what the engine wrote and imports no figure module.
+  chapters' slide decks, the syllabus's numbers (``site.course``); reads what the engine wrote
+  and imports no figure module.
 """
 
 __version__ = "0.1.0"
