@@ -56,8 +56,24 @@ WIDTH, HEIGHT = 1280, 720
 #: sentences from the back of the room, not six.
 GOALS_PER_SLIDE, SUMMARY_PER_SLIDE = 4, 3
 #: The box a figure is fitted into on a slide (below the title; with a line of text under it).
-FIGURE_BOX = (1200, 600)
-FIGURE_BOX_TEXT = (1200, 550)
+FIGURE_BOX = (1200, 585)
+FIGURE_BOX_TEXT = (1200, 525)
+#: A display formula on a slide: its font size in px at most, the width it may take, the
+#: x-height of the font (MathJax sizes its SVG in ex), and the margins around it.
+EQ_FONT_PX, EQ_WIDTH_PX, EX_PER_EM, EQ_MARGIN_PX = 44, 1060, 0.545, 38
+_HEIGHT_RE = re.compile(r'<svg[^>]*? height="([0-9.]+)ex"')
+
+
+def equation_size(svg: str) -> tuple[int, int]:
+    """The font size (px) a display formula gets on a slide, the largest up to
+    :data:`EQ_FONT_PX` at which it fits :data:`EQ_WIDTH_PX`, and the height it then takes."""
+    width = math.svg_width_ex(svg) * EX_PER_EM
+    font = min(EQ_FONT_PX, int(EQ_WIDTH_PX / width)) if width else EQ_FONT_PX
+    m = _HEIGHT_RE.search(svg)
+    height = float(m.group(1)) * EX_PER_EM * font if m else font
+    return font, round(height) + EQ_MARGIN_PX
+
+
 CHAPTER_RE = re.compile(r"^(\d\d)-[a-z0-9-]+\.md$")
 FACT_RE = re.compile(r"\{\{\s*(ch\d\d)\.(\w+)\s*\}\}")
 
@@ -566,8 +582,11 @@ def build_deck(
                     tex = math.PHONE_SECTION_RE.split(tex, maxsplit=1)[0]
                     tex = tex.replace(math.BREAK_HINT, " ")
                     svg = math.TYPESETTER.svg(tex, True)
+                    font, height = equation_size(svg)
+                    box = (box[0], box[1] - height)
                     body += (
-                        f'<div class="vb-slide-eq"><div class="vb-slide-eq-body">{svg}</div>'
+                        f'<div class="vb-slide-eq"><div class="vb-slide-eq-body" '
+                        f'style="font-size: {font}px">{svg}</div>'
                         f'<span class="vb-eq-number">({number(label, "equation")})</span></div>'
                     )
             if entry.get("figure"):
