@@ -405,6 +405,7 @@ class Slide:
     body: str
     notes: str
     files: list[str] = field(default_factory=list)  # site paths it shows
+    center: bool = False  # little to show (a formula, a short listing): centred under the title
 
 
 @dataclass
@@ -433,6 +434,11 @@ def pick_lines(code: str, lines: str | None) -> str:
             out.append(f"{indent}...")
         out += all_lines[first - 1 : last]
     return "\n".join(out)
+
+
+def snippet_lines(entry: dict[str, Any]) -> list[str]:
+    """The lines a slide's listing shows."""
+    return pick_lines(snippet(entry["listing"]), entry.get("lines")).splitlines()
 
 
 def _listing(spec: str, lines: str | None) -> str:
@@ -621,7 +627,12 @@ def build_deck(
             notes = entry.get("notes")
             if not notes:
                 raise SlidesError(f"{ch} deck: slide {title!r} has no speaker notes")
-            slides.append(Slide(kind, title, body, md(text(notes)), files))
+            center = (
+                not files
+                and len(points) < 3
+                and not (entry.get("listing") and len(snippet_lines(entry)) > 6)
+            )
+            slides.append(Slide(kind, title, body, md(text(notes)), files, center))
     return Deck(n, chapter_title, slides)
 
 
@@ -636,8 +647,9 @@ def deck_page(deck: Deck, reveal_version: str) -> str:
     for i, s in enumerate(deck.slides):
         heading = "" if s.kind == "title" else f"<h2>{s.title}</h2>"
         sections.append(
-            f'<section class="vb-{s.kind}" data-vb-kind="{s.kind}" id="s{i + 1}">'
-            f"{heading}{s.body}"
+            f'<section class="vb-{s.kind}" data-vb-kind="{s.kind}" id="s{i + 1}"'
+            + (' data-vb-layout="center"' if s.center else "")
+            + f'>{heading}<div class="vb-body">{s.body}</div>'
             f'<aside class="notes">{s.notes}</aside></section>'
         )
     body = math.typeset_page("\n".join(sections))
@@ -727,6 +739,11 @@ def write_decks(site: Path, project: Path, docs: Path, pages: dict[str, str], *,
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(deck.html, encoding="utf-8")
         decks.append(deck)
+    # the decks' stylesheet, script and sources (MkDocs copies them too; a rebuild by
+    # `python -m vitbook.site.slides` must not print with the site's older copies)
+    for path in sorted((docs / DECK_DIR).glob("*")):
+        if path.suffix in (".css", ".js", ".yml"):
+            shutil.copyfile(path, site / DECK_DIR / path.name)
     reveal = project / REVEAL
     for name in REVEAL_FILES:
         dest = site / "assets" / "reveal" / name
