@@ -14,7 +14,7 @@
 #
 # Chapter 9 and the lab. Two recipes train the same TinyViT8 on scikit-learn's 8x8 digits:
 # the book's initialisation (timm's scheme) and PyTorch's defaults (the lab's). Which one is
-# better? One run per recipe cannot say: a second seed can reverse it. You write the book's
+# better? One run per recipe cannot say: another seed may rank them the other way. You write the book's
 # rule for comparing recipes over seeds and apply it to the book's own runs, at several
 # training budgets.
 #
