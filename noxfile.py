@@ -3,7 +3,8 @@
 nox -s book       figures (only what is stale), then the site into site/
 nox -s pdf        the book, then the printed edition into site/pdf/ (Chromium, offline)
 nox -s course     the book with every chapter's slide deck and its 16:9 PDF (site/slides/,
-                  Debian's chromium; a deck is printed again only when its sources change)
+                  Debian's chromium; a deck is printed again only when its sources change),
+                  and the graded assignments' student notebooks and autograders (course/dist/)
 nox -s figures    figures only; extra arguments go to `python -m vitbook figures`
 nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium): every
@@ -102,7 +103,8 @@ def pdf(session: nox.Session) -> None:
 def course(session: nox.Session) -> None:
     """What an instructor takes to class: the site with the chapters' slide decks
     (site/slides/chNN/, reveal.js) and their PDFs (site/slides/chNN.pdf), written by the site
-    build (vitbook/site/slides.py), which prints a deck's PDF only when the deck changed."""
+    build (vitbook/site/slides.py), which prints a deck's PDF only when the deck changed; and
+    the graded assignments (course/grade.py build: student notebooks and autograders)."""
     install(session)
     session.run("python", "-m", "vitbook", "figures", env=ENV)
     session.run("mkdocs", "build", "--strict", "--site-dir", "site", env=ENV)
@@ -113,6 +115,7 @@ def course(session: nox.Session) -> None:
                if "pdf_pages" not in v]  # fmt: skip
     if missing:
         session.error(f"no PDF for the decks {missing}: install Debian's chromium")
+    session.run("python", "course/grade.py", "build", env=ENV)  # as `nox -s grade` does
 
 
 @nox.session(python=PYTHON)

@@ -69,6 +69,25 @@ def test_deck_names_only_what_exists(n: int) -> None:
             assert (DOCS / s["link"]["source"]).is_file()
 
 
+#: A quantity typed by hand: three or more digits, or a decimal (not part of a name such as
+#: JFT-300M), as tests/test_prose_numbers.py counts them on the pages.
+HAND_TYPED = re.compile(r"(?<![\w/.-])(?:\d{3,}|\d+\.\d+)(?![\w/])")
+
+
+@pytest.mark.parametrize("n", CHAPTERS)
+def test_deck_types_no_number_by_hand(n: int) -> None:
+    """Every number a deck file's text prints is a fact (``{{ ch05.weight_1 }}``)."""
+    deck = slides.read_deck(DECKS[n])
+    texts = [deck.get("notes", "")]
+    for s in slides.spec_slides(deck):
+        texts += [s.get("title", ""), s.get("say", ""), s.get("notes", "")]
+        texts += s.get("points") or []
+        texts.append((s.get("link") or {}).get("text", ""))
+    for text in texts:
+        bare = re.sub(r"\{\{.*?\}\}|\$[^$]*\$", " ", text)
+        assert not HAND_TYPED.findall(bare), f"{DECKS[n].name}: {text!r}"
+
+
 @pytest.mark.parametrize("n", CHAPTERS)
 def test_deck_plans_15_to_25_slides_with_its_pages_parts(n: int) -> None:
     deck = slides.read_deck(DECKS[n])
