@@ -110,6 +110,15 @@ def graded(tmp_path_factory):
             (out / "autograder" / f"{name}.ipynb").read_bytes()
         )
         (subs / f"{name}-empty.ipynb").write_bytes((out / "student" / f"{name}.ipynb").read_bytes())
+    # a student who answered only Q1 of Assignment 1: that answer from the solution
+    name = NAMES[0]
+    student = json.loads((dist / name / "student" / f"{name}.ipynb").read_text())
+    solved = json.loads((dist / name / "autograder" / f"{name}.ipynb").read_text())
+    first = next(c for c in solved["cells"] if "def my_patchify" in "".join(c["source"]))
+    for cell in student["cells"]:
+        if "def my_patchify" in "".join(cell["source"]):
+            cell["source"] = first["source"]
+    (subs / f"{name}-partial.ipynb").write_text(json.dumps(student))
     rows = grade.grade_folder(subs, subs / "scores.csv", dist)
     return dist, {r["file"]: r for r in rows}
 
@@ -126,6 +135,12 @@ def test_reference_solution_gets_full_marks(graded, name):
 def test_empty_student_notebook_scores_zero(graded, name):
     row = graded[1][f"{name}-empty.ipynb"]
     assert row["possible"] > 0 and row["total"] == 0, row
+
+
+@pytest.mark.slow
+def test_one_answer_earns_its_question_only(graded):
+    row = graded[1][f"{NAMES[0]}-partial.ipynb"]
+    assert row["q1"] > 0 and row["total"] == row["q1"] < row["possible"], row
 
 
 @pytest.mark.slow
