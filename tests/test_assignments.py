@@ -1,4 +1,4 @@
-"""The graded assignments (course/), the syllabus's compute and the chapters' discussion link.
+"""The graded assignments (course/) and the syllabus's compute.
 
 Slow tier: every assignment is built with ``otter assign``; its reference solution, run through
 its autograder, gets full marks, and its empty student notebook gets zero; the student notebook
@@ -18,9 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "course"))
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
 import grade  # noqa: E402
-import sitebuild  # noqa: E402
 
 from vitbook.site import course  # noqa: E402
 
@@ -156,20 +154,3 @@ def test_student_notebook_hides_solutions_and_hidden_tests(graded, name):
     for s in solution:
         inner = s.split("# BEGIN SOLUTION")[1].split("# END SOLUTION")[0].strip().splitlines()
         assert json.dumps(inner[-1].strip())[1:-1] not in student, (name, inner[-1])
-
-
-@pytest.mark.slow
-def test_every_chapter_ends_with_its_discussion_link():
-    site = sitebuild.built_site()
-    repo = next(s["link"] for s in sitebuild.mkdocs_config()["extra"]["social"]
-                if "github" in s["icon"])  # fmt: skip
-    want = f"{repo}/discussions/categories/{sitebuild.mkdocs_config()['extra']['discussions']}"
-    chapters = sorted((ROOT / "docs").glob("[0-9][0-9]-*.md"))
-    assert len(chapters) == 11
-    for md in chapters:
-        page = (site / md.stem / "index.html").read_text()
-        links = page.split('aria-label="About this page"')[1].split("</nav>")[0]
-        assert f'href="{want}"' in links and "Discuss this chapter" in links, md.name
-        assert "Report a problem" in links, md.name
-    for other in ("glossary", "syllabus", "instructors"):
-        assert "Discuss this chapter" not in (site / other / "index.html").read_text(), other
