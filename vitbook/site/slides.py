@@ -712,8 +712,8 @@ def write_decks(site: Path, project: Path, docs: Path, pages: dict[str, str], *,
     base = builder_digest(docs)
     decks = []
     for n, path in deck_files(docs).items():
-        if n not in PAGES:
-            raise SlidesError(f"{path}: chapter {n}'s page was not built")
+        if n not in PAGES:  # a project that builds some chapters (the tests' small sites)
+            continue
         spec = read_deck(path)
         parts = page_parts(PAGES[n])
         chapter_md = chapter_source(docs, n).read_text(encoding="utf-8")
