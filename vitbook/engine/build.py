@@ -214,15 +214,6 @@ def short_run(consumed: dict[str, Any]) -> str:
     return f"{consumed['run'].rsplit('.', 1)[-1]}({consumed['slug']})"
 
 
-def consumed_current(consumed: list[dict[str, Any]]) -> bool:
-    """Whether every run a computation recorded it consumed still gives the result it read."""
-    return all(cache.consumed_result(c) == c.get("result") for c in consumed)
-
-
-def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
-    return why_stale(item, entry, outdir) is None
-
-
 def render(item: Item, data: Any) -> dict[str, bytes]:
     """Draw ``data`` in every variant (see :func:`variants`) and return the encoded files by
     name."""
@@ -383,7 +374,8 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
     hit = False
     if not force:
         ok, value = cache.load(result_path)
-        hit = ok and len(value) == 3 and consumed_current(value[2])
+        hit = ok and len(value) == 3  # and every run it read still gives what it read:
+        hit = hit and all(cache.consumed_result(c) == c.get("result") for c in value[2])
     if hit:
         data, facts, consumed = value
     else:
@@ -444,10 +436,6 @@ def _safe_build_one(
         import traceback
 
         return Outcome(key, "failed", error="".join(traceback.format_exception(exc)))
-
-
-def _init_worker() -> None:
-    runtime.pin_environment()
 
 
 def read_manifest(outdir: Path) -> dict[str, Any]:
@@ -514,7 +502,7 @@ def build(
     outcomes: list[Outcome] = []
     todo = []
     for key in keys:
-        if not force and is_fresh(registry[key], manifest.get(key), outdir):
+        if not force and why_stale(registry[key], manifest.get(key), outdir) is None:
             outcomes.append(Outcome(key, "cached"))
             if on_done:
                 on_done(outcomes[-1])
@@ -538,7 +526,7 @@ def build(
         ctx = multiprocessing.get_context("spawn")
         queue = deque((key, True) for key in todo)
         running: set[Future[Outcome]] = set()
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=runtime.pin_environment) as pool:
             while queue or running:
                 while queue and len(running) < jobs:
                     key, defer = queue.popleft()

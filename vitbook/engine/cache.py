@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import os
 import pickle
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -77,8 +78,8 @@ class Busy(Exception):
     (see :func:`waiting`)."""
 
 
-#: Whether :func:`get_or_compute` waits for an entry another process is computing (the
-#: default) or raises :class:`Busy` so that a build worker can do something else first.
+#: Whether an entry another process is computing is waited for (the default) or raises
+#: :class:`Busy` so that a build worker can do something else first.
 _WAIT = True
 
 
@@ -127,25 +128,6 @@ def load(path: Path) -> tuple[bool, Any]:
         return True, pickle.loads(payload)
     except Exception:  # a sound checksum over an unreadable pickle: recompute
         return False, None
-
-
-def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
-    """The value stored at ``path``, computing and storing it if absent or damaged.
-
-    Returns ``(value, hit)`` where ``hit`` says whether it came from the cache. If another
-    process is computing it, waits for that one, or raises :class:`Busy` inside
-    ``waiting(False)``.
-    """
-    ok, value = load(path)
-    if ok:
-        return value, True
-    with file_lock(path.with_suffix(".lock"), wait=_WAIT):
-        ok, value = load(path)  # another process may have finished it meanwhile
-        if ok:
-            return value, True
-        value = compute()
-        store(path, value)
-        return value, False
 
 
 # --- training runs, frozen in the repository --------------------------------------------------
@@ -274,19 +256,12 @@ class Run:
             _NESTED[-1] += elapsed
         secs, calls, trained = RUNS.get(self.__qualname__, (0.0, 0, 0))
         RUNS[self.__qualname__] = (secs + elapsed - inner, calls + 1, trained + (not hit))
-        frozen.note_consumed(self.consumption(arguments, record))
+        # what the computation that called it records: which call, and the result it read
+        frozen.note_consumed({
+            "run": self.name, "slug": frozen.slug(arguments), "args": frozen.Encoder()(arguments),
+            "result": frozen.result_digest(record), "declared_in": self.declared_in,
+        })  # fmt: skip
         return value
-
-    def consumption(self, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-        """What a computation that called this run records about it: which call, and the
-        digest of the result it read."""
-        return {
-            "run": self.name,
-            "slug": frozen.slug(arguments),
-            "args": frozen.Encoder()(arguments),
-            "result": frozen.result_digest(record),
-            "declared_in": self.declared_in,
-        }
 
     def _get_or_compute(self, arguments: dict[str, Any]) -> tuple[Any, dict[str, Any], bool]:
         found = self.current(arguments)
@@ -442,7 +417,7 @@ def computed_on(portable: bool) -> dict[str, str]:
                 break
     except OSError:
         pass
-    torch = _torch_module()
+    torch = sys.modules.get("torch")
     native = torch.backends.cpu.get_cpu_capability() if torch is not None else "unknown"
     return {
         "cpu": model,
@@ -450,12 +425,6 @@ def computed_on(portable: bool) -> dict[str, str]:
         "capability": "DEFAULT" if portable else native,
         "paths": "portable" if portable else "native",
     }
-
-
-def _torch_module() -> Any:
-    import sys
-
-    return sys.modules.get("torch")
 
 
 def cached(
@@ -471,8 +440,8 @@ def cached(
     name, its arguments bound to its parameters with the defaults filled in (so ``f(500)``,
     ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one record), and the digests of
     the results of the runs it consumed, recorded when it was computed. The environment
-    (library versions, Python, threads, device) and the CPU are recorded as its provenance. Arguments must have a
-    faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
+    (library versions, Python, threads, device) and the CPU are recorded as its provenance.
+    Arguments must have a faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
 
     Args:
         portable: compute in a child process on code paths that give the same bits whatever
@@ -482,8 +451,6 @@ def cached(
             the run trains, typically the result of another run: their code is in the key and
             the runs they call are recorded as consumed, so retraining those retrains this.
     """
-    import sys
-
     declared_in = sys._getframe(1).f_globals.get("__name__", "")
 
     def wrap(f: Callable[..., T]) -> Run:
@@ -494,8 +461,8 @@ def cached(
 
 def prune_frozen(consumed: list[dict[str, Any]]) -> list[Path]:
     """Delete the frozen records that no computation reaches from ``consumed`` (what the
-    items of a whole-book build that succeeded recorded), directly or through the runs those consumed: runs
-    left behind by changed arguments. Returns the files deleted."""
+    items of a whole-book build that succeeded recorded), directly or through the runs those
+    consumed: runs left behind by changed arguments. Returns the files deleted."""
     keep: set[Path] = set()
     todo = list(consumed)
     while todo:

@@ -437,10 +437,6 @@ def _record_seconds(old: dict[str, Any], new: dict[str, Any]) -> None:
     _cache.atomic_write(old["_path"], frozen.seal(record).encode())
 
 
-def pin_worker() -> None:
-    runtime.pin_environment()
-
-
 def verify_runs(args: argparse.Namespace) -> int:
     """``python -m vitbook verify --runs``: retrain frozen runs (one shard, or all) and compare
     each with its record: a portable run bit for bit; a run on the CPU's own paths that gave
@@ -474,7 +470,9 @@ def verify_runs(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     verdicts, others = [], []
     ctx = get_context("spawn")
-    with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=pin_worker) as pool:
+    with ProcessPoolExecutor(
+        args.jobs, mp_context=ctx, initializer=runtime.pin_environment
+    ) as pool:
         futures = {pool.submit(_retrain, r["run"], r["declared_in"], r["args"]): r for r in chosen}
         for fut in as_completed(futures):
             old = futures[fut]

@@ -50,13 +50,9 @@ def _module_file(name: str) -> Path | None:
     return Path(spec.origin)
 
 
-def _imports(name: str, path: Path, root: str) -> set[str]:
-    """Modules of package ``root`` that module ``name`` imports (absolute or relative)."""
-    return set(_imports_in(name, path.name == "__init__.py", root, path.read_text("utf-8")))
-
-
 @cache  # by the text: a check parses each module once, however many keys it appears in
 def _imports_in(name: str, is_pkg: bool, root: str, text: str) -> frozenset[str]:
+    """Modules of package ``root`` that module ``name`` imports (absolute or relative)."""
     tree = ast.parse(text)
     package = name if is_pkg else name.rpartition(".")[0]
     found: set[str] = set()
@@ -93,7 +89,8 @@ def closure(name: str) -> tuple[str, ...]:
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
         path = _module_file(mod)
         if path is not None and (mod == name or not _keyed_by_runs(path)):
-            todo.extend(_imports(mod, path, root) - seen)
+            text = path.read_text("utf-8")
+            todo.extend(_imports_in(mod, path.name == "__init__.py", root, text) - seen)
     # The engine's modules are left out: most of their code (the command line, the cache, the
     # progress bar) decides where files go, not what they contain. The parts that shape results
     # are hashed function by function instead (build.compute_code and build.render_code).
@@ -229,9 +226,10 @@ def compute_source(name: str, drawing: bool = False) -> bytes:
 def _is_run_declaration(node: ast.stmt) -> bool:
     value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
     func = value.func if isinstance(value, ast.Call) else None
-    return isinstance(func, ast.Name | ast.Attribute) and getattr(
-        func, "id", getattr(func, "attr", None)
-    ) == "cached"
+    return (
+        isinstance(func, ast.Name | ast.Attribute)
+        and getattr(func, "id", getattr(func, "attr", None)) == "cached"
+    )
 
 
 @cache

@@ -14,7 +14,7 @@ One run is two files under ``frozen/<module>.<function>/``, named by the run's a
 * ``<args>.safetensors``: the tensors of its result (the weights of a model it returns), when
   there are any, with their digest in the JSON. No pickle is ever written here.
 
-Every file is checked against its digest (:func:`damage`) by ``runs``, ``figures`` and
+Every file is checked against its digest (:func:`read`) by ``runs``, ``figures`` and
 ``figures --check``: a damaged file stops them with its name, it is never read as absent.
 
 The result is stored by :func:`encode` so that the same run gives the same bytes: wall-clock
@@ -291,20 +291,15 @@ def read(path: Path) -> tuple[dict[str, Any] | None, bytes, str | None]:
     return record, blob, None
 
 
-def damage(path: Path) -> str | None:
-    """What is wrong with a frozen record or its tensor file (see :func:`read`), or None."""
-    return read(path)[2]
-
-
 def check_store(root: Path | None = None) -> list[str]:
-    """Every damaged file of the frozen store, one line each (see :func:`damage`), and every
+    """Every damaged file of the frozen store, one line each (see :func:`read`), and every
     tensor file that no record names."""
     root = root or frozen_dir()
     out = []
     for path in sorted(root.glob("*/*")):
         rel = path.relative_to(root.parent)
         if path.suffix == ".json":
-            problem = damage(path)
+            problem = read(path)[2]
             if problem:
                 out.append(f"{rel}: {problem}")
         elif path.suffix == ".safetensors" and not path.with_suffix(".json").exists():

@@ -27,7 +27,8 @@ runs are exactly: ``vitbook.runs.pretrained_shapes_vit`` (the pre-training that 
 and 10 are built on). Every other run computes on the CPU's own paths (the digits runs too, since
 2f151a3): retrained on another CPU it may give other bits, and ``verify --runs``
 judges it by the facts the book prints from it (:func:`vitbook.engine.verify.compare_run`).
-``tests/test_portable.py`` hides the CPU's AVX, AVX2, FMA and AVX-512 from glibc, oneDNN and MKL and checks that the bits do not move.
+``tests/test_portable.py`` hides the CPU's AVX, AVX2, FMA and AVX-512 from glibc, oneDNN and
+MKL and checks that the bits do not move.
 """
 
 from __future__ import annotations
