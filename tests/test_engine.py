@@ -199,9 +199,13 @@ def test_editing_a_draw_function_redraws_without_recomputing(book: Path) -> None
         assert after["ch90/alpha"] == "redrawn" and after["ch90/alpha-facts"] == "cached", after
         assert run(book, "figures", "--check", check=False).returncode == 0
         src = alpha.read_text()
-    # the house style (vitbook/plot.py, DRAWING_ONLY) redraws every figure, recomputes nothing
+    # a comment in the house style changes no key; its code (vitbook/plot.py, DRAWING_ONLY)
+    # redraws every figure and recomputes nothing
     with open(book / "vitbook/plot.py", "a") as f:
-        f.write("\n# a restyle\n")
+        f.write("\n# a note on the style\n")
+    assert run(book, "figures", "--check", check=False).returncode == 0
+    with open(book / "vitbook/plot.py", "a") as f:
+        f.write("\nRESTYLED = True\n")
     after = statuses(run(book, "figures").stdout)
     assert after == {k: "redrawn" if "facts" not in k else "cached" for k in ALL}, after
     # the compute function recomputes
