@@ -72,10 +72,12 @@ def test_a_failed_or_killed_build_prunes_nothing(book: Path) -> None:
     assert "vitbook.exp_b.run/seed=7.json" in after  # and the one the failed item trained
     # a build killed half-way: every record is still there
     (book / "vitbook/figures/ch97_fails.py").unlink()
-    proc = subprocess.Popen([sys.executable, "-m", "vitbook", "figures"], cwd=book,
-                            env=book_env(book, {"SLOW": "3"}), stdout=subprocess.DEVNULL,
+    # (--force: every item is computed, and the first scratch figure sleeps 60 s)
+    proc = subprocess.Popen([sys.executable, "-m", "vitbook", "figures", "--force"], cwd=book,
+                            env=book_env(book, {"SLOW": "60"}), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
-    time.sleep(4)
+    time.sleep(5)
+    assert proc.poll() is None  # still building when it is killed
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert had <= frozen_files(book)
