@@ -8,7 +8,8 @@
   compared.
 * One shard of the frozen runs, chosen by the commit (``verify --runs --shard auto``), is
   retrained from nothing and compared with its records: the same bits on the portable paths,
-  within the seeds' spread on the CPU's own. Consecutive commits rotate through the shards.
+  judged by the facts the book prints from them on the CPU's own. Consecutive commits rotate
+  through the shards.
 
 No time limit is asserted: the reports print the seconds of every item and run, and
 ``nox -s bench`` reports them against their budgets.
@@ -60,6 +61,6 @@ def test_a_rotating_shard_of_frozen_runs_retrains_to_what_is_frozen() -> None:
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-3000:]
     shard = re.search(r"^shard (\d+) of (\d+): (\d+) of (\d+) runs", proc.stdout, re.M)
     assert shard, proc.stdout[-2000:]
-    verdict = re.search(r"^(\d+) runs: \d+ identical, \d+ within the seeds' spread, 0 differ$",
+    verdict = re.search(r"^(\d+) runs: \d+ identical, \d+ within the printed facts, 0 differ$",
                         proc.stdout, re.M)  # fmt: skip
     assert verdict and verdict.group(1) == shard.group(3)

@@ -201,3 +201,17 @@ def test_eval_every_measures_only_the_asked_epochs():
     measured = [not math.isnan(a) for a in h.test_acc]
     assert measured == [False, True, False, True, True]  # epochs 2, 4 and the last
     assert h.final_test_acc == h.test_acc[-1] and not math.isnan(h.final_test_acc)
+
+
+@pytest.mark.slow
+def test_early_stopping_ends_on_the_weights_of_its_best_epoch():
+    """Not only an accuracy equal to the best (ties count as no better, so the last epochs may
+    score the same): the very weights of the best epoch, as the same run stopped there has."""
+    train, test = _data(), _data(24, 1)
+    model = _model()
+    h = fit(model, train, test, epochs=60, batch_size=16, lr=3e-3, patience=3, progress=False)
+    assert h.stopped_early and h.best_epoch < h.epochs - 1
+    again = _model()
+    fit(again, train, test, epochs=h.best_epoch + 1, batch_size=16, lr=3e-3, progress=False)
+    for (name, v), w in zip(model.state_dict().items(), again.state_dict().values(), strict=True):
+        assert torch.equal(v, w), name

@@ -1,12 +1,13 @@
 """Build figures and facts: decide what is stale, compute it, draw it, write it safely.
 
 For every registered item the engine derives a key (see :func:`item_key`) from everything
-that can change what the item's files and facts contain: its code and the code it imports,
-the data files it declares, the environment (library versions, Python, threads, device) and
-the engine code that seeds, records facts and renders. The manifest ``figures/manifest.json``
-remembers, per item, the key its files were made with and each file's SHA-256. An item is up
-to date when its key is unchanged and its files are on disk with those hashes; only stale
-items are computed. A computed result is also stored in the result cache (under
+that can change what the item's files and facts contain: its code and the code it imports
+(syntax trees: comments and docstrings change no key), the data files it declares and the
+engine code that seeds, records facts and renders. The manifest ``figures/manifest.json``
+remembers, per item, the key its files were made with, the digest of the result of each run
+it read, each file's SHA-256 and the environment it was made in (provenance, checked by
+the command line). :func:`why_stale` is the one place that decides whether an item is stale;
+only stale items are computed. A computed result is also stored in the result cache (under
 :func:`compute_key`), so a figure whose files were deleted or damaged is redrawn without
 recomputing.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cache, explorer, frozen, registry, runtime
-from .deps import file_digest, source_key
+from .deps import code_of, environment, file_digest, source_key
 from .paths import figures_dir, project_root
 from .registry import Item, Recorder, discover
 
@@ -75,15 +76,12 @@ class Outcome:
 
 
 def _code_digest(parts: list[Any]) -> str:
-    """A hash of the source of each function, class or module in ``parts`` (other values by
-    their ``repr``)."""
+    """A hash of the code of each function, class or module in ``parts`` (its syntax tree:
+    comments and docstrings do not count; other values by their ``repr``)."""
     h = hashlib.sha256()
     for part in parts:
-        text = (
-            inspect.getsource(part)
-            if inspect.isfunction(part) or inspect.isclass(part) or inspect.ismodule(part)
-            else repr(part)
-        )
+        code = inspect.isfunction(part) or inspect.isclass(part) or inspect.ismodule(part)
+        text = code_of(part) if code else repr(part)
         h.update(hashlib.sha256(text.encode()).digest())
     return h.hexdigest()[:20]
 
@@ -130,15 +128,16 @@ def item_inputs(item: Item) -> list[Path]:
 
 def compute_key(item: Item) -> str:
     """What the computation depends on: its module's import closure without its drawing code
-    (see :func:`vitbook.engine.deps.compute_source`), its declared inputs, the environment and
-    the engine code that runs it and records its facts. Restyling a figure leaves it alone, so
+    (see :func:`vitbook.engine.deps.compute_source`), its declared inputs and the engine code
+    that runs it and records its facts (the runs it reads: by their results, see
+    :func:`why_stale`). Restyling a figure leaves it alone, so
     the figure is redrawn from the cached result (a timing is not measured again)."""
     inputs = file_digest(item_inputs(item)) if item.inputs else ""
     return source_key(item.module, item.key, inputs, compute_code(), compute_only=True)
 
 
 def item_key(item: Item) -> str:
-    """What the files depend on: the computation and, for a figure, the whole source of its
+    """What the files depend on: the computation and, for a figure, the whole code of its
     module's import closure (drawing code included), its sizes and the rendering code (an item
     without a figure writes no file: its key is its computation's)."""
     if not item.is_figure:
@@ -187,8 +186,9 @@ def sha256(path: Path) -> str | None:
 
 
 def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | None:
-    """Why ``item`` is out of date (a short phrase), or None if it is up to date: its key (its
-    code, inputs, environment or the engine code that shapes it) changed, or a file is
+    """Why ``item`` is out of date (a short phrase), or None if it is up to date: the one
+    place that decides. Stale: its key (its code, inputs or the engine code that shapes it)
+    changed, a run it read gives another result now (or is not current), or a file is
     missing or not the one the manifest recorded."""
     if not entry:
         return "never built"
@@ -197,7 +197,7 @@ def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | N
             return "rendering changed"
         return "key changed"
     for c in entry.get("consumed", []):
-        if cache.consumed_key(c) != c["key"]:
+        if cache.consumed_result(c) != c.get("result"):
             return f"run {short_run(c)} changed"
     files = entry.get("files", {})
     names = file_names(item)
@@ -212,15 +212,6 @@ def why_stale(item: Item, entry: dict[str, Any] | None, outdir: Path) -> str | N
 def short_run(consumed: dict[str, Any]) -> str:
     """``transfer_run(arm=cnn,n_train=100,seed=0)``: a consumed run, named for a person."""
     return f"{consumed['run'].rsplit('.', 1)[-1]}({consumed['slug']})"
-
-
-def consumed_current(consumed: list[dict[str, Any]]) -> bool:
-    """Whether every run a computation recorded it consumed still has the key it had."""
-    return all(cache.consumed_key(c) == c["key"] for c in consumed)
-
-
-def is_fresh(item: Item, entry: dict[str, Any] | None, outdir: Path) -> bool:
-    return why_stale(item, entry, outdir) is None
 
 
 def render(item: Item, data: Any) -> dict[str, bytes]:
@@ -383,7 +374,8 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
     hit = False
     if not force:
         ok, value = cache.load(result_path)
-        hit = ok and len(value) == 3 and consumed_current(value[2])
+        hit = ok and len(value) == 3  # and every run it read still gives what it read:
+        hit = hit and all(cache.consumed_result(c) == c.get("result") for c in value[2])
     if hit:
         data, facts, consumed = value
     else:
@@ -405,6 +397,7 @@ def build_one(key: str, outdir: Path, force: bool, expected: str | None = None) 
         "consumed": consumed,
         "source": source_of(item),
         "computed_on": cache.computed_on(portable=False),
+        "environment": environment(),
     }
     seconds = time.perf_counter() - start
     status = "redrawn" if hit else "computed"
@@ -443,10 +436,6 @@ def _safe_build_one(
         import traceback
 
         return Outcome(key, "failed", error="".join(traceback.format_exception(exc)))
-
-
-def _init_worker() -> None:
-    runtime.pin_environment()
 
 
 def read_manifest(outdir: Path) -> dict[str, Any]:
@@ -513,7 +502,7 @@ def build(
     outcomes: list[Outcome] = []
     todo = []
     for key in keys:
-        if not force and is_fresh(registry[key], manifest.get(key), outdir):
+        if not force and why_stale(registry[key], manifest.get(key), outdir) is None:
             outcomes.append(Outcome(key, "cached"))
             if on_done:
                 on_done(outcomes[-1])
@@ -537,7 +526,7 @@ def build(
         ctx = multiprocessing.get_context("spawn")
         queue = deque((key, True) for key in todo)
         running: set[Future[Outcome]] = set()
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=runtime.pin_environment) as pool:
             while queue or running:
                 while queue and len(running) < jobs:
                     key, defer = queue.popleft()
@@ -556,7 +545,9 @@ def build(
                     pending.discard(outcome.key)
                     write_outputs(outdir, [outcome], registry, prune=False,
                                   pending=frozenset(pending))  # fmt: skip
-    write_outputs(outdir, [], registry, prune=prune)
+    # nothing is pruned unless every item of the whole book was built: a run an item that
+    # failed (or was killed) trained is in no manifest entry yet, and must not be deleted
+    write_outputs(outdir, [], registry, prune=prune and all(o.status != "failed" for o in outcomes))
     order = {k: i for i, k in enumerate(keys)}
     return sorted(outcomes, key=lambda o: order[o.key])
 

@@ -4,8 +4,8 @@
   checksum, keyed by the item's computation, so that a figure whose files were deleted is
   redrawn without recomputing.
 * Training runs (:func:`cached`): frozen in the repository, ``frozen/`` (see
-  :mod:`vitbook.engine.frozen`), keyed by their code, arguments, environment and the keys of
-  the runs they consumed.
+  :mod:`vitbook.engine.frozen`), keyed by their code and arguments and the digests of the
+  results of the runs they consumed; :meth:`Run.current` decides whether a record is current.
 
 A missing, truncated or altered entry is treated as absent and recomputed; it is never
 trusted. Writes go to a temporary file that is renamed into place, so a build killed half-way
@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import os
 import pickle
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 
 from . import frozen, runtime
 from . import portable as _portable
-from .deps import _drop_docstrings, _keyed_by_runs, _module_file, source_key
+from .deps import _keyed_by_runs, _module_file, code_of, environment, source_key
 from .paths import cache_dir
 
 MAGIC = b"VITBOOK1"
@@ -77,8 +78,8 @@ class Busy(Exception):
     (see :func:`waiting`)."""
 
 
-#: Whether :func:`get_or_compute` waits for an entry another process is computing (the
-#: default) or raises :class:`Busy` so that a build worker can do something else first.
+#: Whether an entry another process is computing is waited for (the default) or raises
+#: :class:`Busy` so that a build worker can do something else first.
 _WAIT = True
 
 
@@ -129,25 +130,6 @@ def load(path: Path) -> tuple[bool, Any]:
         return False, None
 
 
-def get_or_compute(path: Path, compute: Callable[[], T]) -> tuple[T, bool]:
-    """The value stored at ``path``, computing and storing it if absent or damaged.
-
-    Returns ``(value, hit)`` where ``hit`` says whether it came from the cache. If another
-    process is computing it, waits for that one, or raises :class:`Busy` inside
-    ``waiting(False)``.
-    """
-    ok, value = load(path)
-    if ok:
-        return value, True
-    with file_lock(path.with_suffix(".lock"), wait=_WAIT):
-        ok, value = load(path)  # another process may have finished it meanwhile
-        if ok:
-            return value, True
-        value = compute()
-        store(path, value)
-        return value, False
-
-
 # --- training runs, frozen in the repository --------------------------------------------------
 
 
@@ -170,15 +152,16 @@ _NESTED: list[float] = []
 #: Every cached run function by name (``module.function``), so that a record's consumed runs
 #: can be found and keyed again.
 REGISTRY: dict[str, Run] = {}
-#: Validated keys, by record file (and its size and modification time) and base key.
-_KEYS: dict[tuple[str, int, int, str], str | None] = {}
+#: Current records (and their tensors' bytes), by record file (its size and modification
+#: time) and base key: a check asks for each run once however many computations read it.
+_CURRENT: dict[tuple[str, int, int, str], tuple[dict[str, Any], bytes] | None] = {}
 
 
 class Run:
     """A training run: a plain function whose results are frozen in ``frozen/``.
 
-    Made by :func:`cached`. Calling it returns the frozen result when the record's key is the
-    run's key now, and otherwise trains, stores and returns it (the same object a later load
+    Made by :func:`cached`. Calling it returns the frozen result when :meth:`current` finds its
+    record current, and otherwise trains, stores and returns it (the same object a later load
     returns: the stored one, decoded).
     """
 
@@ -216,26 +199,31 @@ class Run:
         bound.apply_defaults()
         return dict(bound.arguments)
 
-    def base_key(self, arguments: dict[str, Any]) -> str:
+    def base_key(self, arguments: dict[str, Any], env: dict | None = None) -> str:
         """What the run's own result depends on: the code of its function's module and what it
-        imports (comments, formatting and docstrings left out), the environment, its bound
-        arguments, the engine code that runs it (seeds, threads; the portable paths for a
-        portable run), the code of its ``given`` inputs and the file format."""
-        extra: list[Any] = [frozen.FORMAT, code_of(runtime)]
+        imports (comments, formatting and docstrings left out), its bound arguments (by their
+        ``repr``: two calls whose arguments give one file name have two keys), the engine code
+        that runs it (seeds, threads; the portable paths for a portable run), the code of its
+        ``given`` inputs and the result encoding. (``env``: for :func:`migrate` only.)"""
+        extra: list[Any] = [frozen.ENCODING, code_of(runtime)]
         if self.portable:
             extra += [sorted(_portable.env().items()), code_of(_portable._child)]
         extra += [(n, code_of(g)) for n, g in sorted(self.given.items())]
         return source_key(
             self.fn.__module__, self.fn.__qualname__, sorted(arguments.items()), *extra,
-            compute_only=True,
+            compute_only=True, env=env,
         )  # fmt: skip
 
     def paths(self, arguments: dict[str, Any], root: Path | None = None) -> tuple[Path, Path]:
         return frozen.record_paths(self.name, arguments, root)
 
-    def current_key(self, arguments: dict[str, Any]) -> str | None:
-        """The key of the frozen record of this call if it is up to date (its own key and the
-        keys of every run it consumed are what they would be now), else None."""
+    def current(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+        """Whether the frozen record of this call is current: the one place that decides.
+
+        Current means sound (every byte what its digests name, :func:`frozen.read`), made by
+        this code (its base key is the run's now) and from what its consumed runs give now
+        (each is current and its result has the digest recorded). Returns the record and its
+        tensors' bytes, or None."""
         path, _ = self.paths(arguments)
         try:
             st = path.stat()
@@ -243,20 +231,15 @@ class Run:
             return None
         base = self.base_key(arguments)
         memo = (str(path), st.st_size, st.st_mtime_ns, base)
-        if memo not in _KEYS:
-            _KEYS[memo] = self._validate(path, base, arguments)
-        return _KEYS[memo]
-
-    def _validate(self, path: Path, base: str, arguments: dict[str, Any]) -> str | None:
-        record = frozen.read_record(path)
-        if record is None or record.get("base") != base:
-            return None
-        if record.get("args") != frozen.Encoder()(arguments):
-            return None  # another call whose arguments give the same file name
-        for c in record.get("consumed", []):
-            if consumed_key(c) != c["key"]:
-                return None
-        return record["key"]
+        if memo not in _CURRENT:
+            record, blob, _ = frozen.read(path)
+            ok = (
+                record is not None
+                and record["base"] == base
+                and all(consumed_result(c) == c["result"] for c in record["consumed"])
+            )
+            _CURRENT[memo] = (record, blob) if ok else None
+        return _CURRENT[memo]
 
     # calling -------------------------------------------------------------------------------
 
@@ -265,7 +248,7 @@ class Run:
         start = time.perf_counter()
         _NESTED.append(0.0)
         try:
-            value, hit, key = self._get_or_compute(arguments)
+            value, record, hit = self._get_or_compute(arguments)
         finally:
             inner = _NESTED.pop()
         elapsed = time.perf_counter() - start
@@ -273,23 +256,17 @@ class Run:
             _NESTED[-1] += elapsed
         secs, calls, trained = RUNS.get(self.__qualname__, (0.0, 0, 0))
         RUNS[self.__qualname__] = (secs + elapsed - inner, calls + 1, trained + (not hit))
-        frozen.note_consumed(self.consumption(arguments, key))
+        # what the computation that called it records: which call, and the result it read
+        frozen.note_consumed({
+            "run": self.name, "slug": frozen.slug(arguments), "args": frozen.Encoder()(arguments),
+            "result": frozen.result_digest(record), "declared_in": self.declared_in,
+        })  # fmt: skip
         return value
 
-    def consumption(self, arguments: dict[str, Any], key: str) -> dict[str, Any]:
-        """What a computation that called this run records about it."""
-        return {
-            "run": self.name,
-            "slug": frozen.slug(arguments),
-            "args": frozen.Encoder()(arguments),
-            "key": key,
-            "declared_in": self.declared_in,
-        }
-
-    def _get_or_compute(self, arguments: dict[str, Any]) -> tuple[Any, bool, str]:
-        value, key = self.load(arguments)
-        if key is not None:
-            return value, True, key
+    def _get_or_compute(self, arguments: dict[str, Any]) -> tuple[Any, dict[str, Any], bool]:
+        found = self.current(arguments)
+        if found is not None:
+            return frozen.load_result(*found), found[0], True
         if not training_allowed():
             raise NotFrozen(
                 f"{self.name}({frozen.slug(arguments)}) is not frozen for this code: build with "
@@ -297,26 +274,12 @@ class Run:
             )
         lock = cache_dir() / "locks" / self.name / f"{frozen.slug(arguments)}.lock"
         with file_lock(lock, wait=_WAIT):
-            value, key = self.load(arguments)  # another process may have finished it
-            if key is not None:
-                return value, True, key
+            found = self.current(arguments)  # another process may have finished it
+            if found is not None:
+                return frozen.load_result(*found), found[0], True
             record, blob = self.compute(arguments)
             self.store(record, blob)
-            path, _ = self.paths(arguments)
-            return frozen.load_result(record, path, blob), False, record["key"]
-
-    def load(self, arguments: dict[str, Any]) -> tuple[Any, str | None]:
-        """``(result, key)`` from the frozen record if it is up to date and sound, else
-        ``(None, None)``."""
-        key = self.current_key(arguments)
-        if key is None:
-            return None, None
-        path, _ = self.paths(arguments)
-        record = frozen.read_record(path)
-        value = frozen.load_result(record, path) if record else None
-        if value is None:
-            return None, None
-        return value, key
+            return frozen.load_result(record, blob), record, False
 
     def compute(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """Train from nothing (the runs it consumes are read from the frozen store): the
@@ -354,6 +317,7 @@ class Run:
             "tensors": hashlib.sha256(blob).hexdigest() if blob else None,
             "seconds": round(seconds, 2),
             "computed_on": computed_on(self.portable),
+            "environment": environment(),
         }
         return record, blob
 
@@ -364,40 +328,81 @@ class Run:
             atomic_write(tensor_path, blob)
         else:
             tensor_path.unlink(missing_ok=True)
-        atomic_write(path, frozen.canonical(record).encode())
+        atomic_write(path, frozen.seal(record).encode())
 
 
-def code_of(obj: Any) -> str:
-    """A function's or module's code as its syntax tree: comments, formatting and docstrings
-    do not count, as in every key (:func:`vitbook.engine.deps.compute_source`)."""
-    import textwrap
-
-    return _code_of_source(textwrap.dedent(inspect.getsource(obj)))
-
-
-@functools.cache  # by the text: a check asks for the same code once per key
-def _code_of_source(source: str) -> str:
-    import ast
-
-    tree = ast.parse(source)
-    _drop_docstrings(tree)
-    return ast.dump(tree, include_attributes=False)
-
-
-def consumed_key(entry: dict[str, Any]) -> str | None:
-    """The key now of a run a computation recorded it consumed (None: not frozen any more)."""
-    run = REGISTRY.get(entry["run"])
-    if run is None and entry.get("declared_in"):
+def run_named(name: str, declared_in: str | None) -> Run | None:
+    """The cached run called ``name`` (``module.function``), importing the module that
+    declares it if need be; None if there is none any more."""
+    if name not in REGISTRY and declared_in:
         import importlib
 
         try:
-            importlib.import_module(entry["declared_in"])
+            importlib.import_module(declared_in)
         except ImportError:
             return None
-        run = REGISTRY.get(entry["run"])
-    if run is None:
-        return None
-    return run.current_key(frozen.decode(entry["args"], {}, {}))
+    return REGISTRY.get(name)
+
+
+def consumed_result(entry: dict[str, Any]) -> str | None:
+    """The digest of the result a consumed run gives now (None: it is not current any more)."""
+    run = run_named(entry["run"], entry.get("declared_in"))
+    found = run.current(frozen.decode(entry["args"], {}, {})) if run is not None else None
+    return frozen.result_digest(found[0]) if found is not None else None
+
+
+def migrate(record_environment: bool = False) -> list[str]:
+    """Rewrite every record of ``frozen/`` in format 1 into :data:`frozen.FORMAT`, training
+    nothing; returns one line per record it could not migrate, and a summary.
+
+    A format-1 record is migrated only where it was current under the keys it was made with:
+    its base key then (which held the installed :func:`environment`) is the one it records,
+    and each run it consumed has the key it recorded. Its result, tensors and timings are
+    kept as they are (the result digests before and after are checked equal); its consumed
+    runs are recorded by their results' digests, the environment as its provenance, the old
+    key as ``migrated_from``. Records already in the format are left alone, so it can run
+    again on a tree where new format-1 records arrived. ``record_environment``: also record
+    the installed environment as the provenance of every record (after a deliberate
+    upgrade, once ``verify --runs --new-environment`` passed)."""
+    import json
+
+    paths = sorted(frozen.frozen_dir().glob("*/*.json"))
+    raw = {p: json.loads(p.read_text("utf-8")) for p in paths}
+    env, notes, done = environment(), [], 0
+    for path, r in raw.items():
+        if r.get("format") == frozen.FORMAT:
+            if record_environment and r.get("environment") != env:
+                atomic_write(path, frozen.seal({**r, "environment": env}).encode())
+                done += 1
+            continue
+        run = run_named(r["run"], r.get("declared_in"))
+        args = frozen.decode(r["args"], {}, {})
+        blob = path.with_suffix(".safetensors").read_bytes() if r.get("tensors") else b""
+        consumed, why = [], None
+        if run is None or r.get("format") != 1:
+            why = "no such run" if run is None else f"unknown format {r.get('format')}"
+        elif r["tensors"] and hashlib.sha256(blob).hexdigest() != r["tensors"]:
+            why = "its tensor file is damaged"
+        elif run.base_key(args, env=env) != r["base"]:
+            why = "stale under the keys it was made with (retrain it)"
+        for c in r.get("consumed", []) if why is None else []:
+            p = raw.get(frozen.record_paths(c["run"], frozen.decode(c["args"], {}, {}))[0])
+            if p is None or c["key"] not in (p["key"], p.get("migrated_from", {}).get("key")):
+                why = f"the run it consumed, {c['run']}({c['slug']}), is not the one it read"
+                break
+            consumed.append({**{k: v for k, v in c.items() if k != "key"},
+                             "result": frozen.result_digest(p)})  # fmt: skip
+        if why is not None:
+            notes.append(f"not migrated: {path.relative_to(frozen.frozen_dir())}: {why}")
+            continue
+        base = run.base_key(args)
+        new = {**r, "format": frozen.FORMAT, "base": base, "consumed": consumed,
+               "key": frozen.full_key(base, consumed), "environment": env,
+               "migrated_from": {"format": 1, "key": r["key"]}}  # fmt: skip
+        assert frozen.result_digest(new) == frozen.result_digest(r)  # the result is untouched
+        atomic_write(path, frozen.seal(new).encode())
+        done += 1
+    return [*notes, f"{done} of {len(raw)} records rewritten, {len(notes)} left as they were"]
 
 
 def computed_on(portable: bool) -> dict[str, str]:
@@ -412,7 +417,7 @@ def computed_on(portable: bool) -> dict[str, str]:
                 break
     except OSError:
         pass
-    torch = _torch_module()
+    torch = sys.modules.get("torch")
     native = torch.backends.cpu.get_cpu_capability() if torch is not None else "unknown"
     return {
         "cpu": model,
@@ -420,12 +425,6 @@ def computed_on(portable: bool) -> dict[str, str]:
         "capability": "DEFAULT" if portable else native,
         "paths": "portable" if portable else "native",
     }
-
-
-def _torch_module() -> Any:
-    import sys
-
-    return sys.modules.get("torch")
 
 
 def cached(
@@ -437,12 +436,12 @@ def cached(
     """Freeze an expensive function (a training run) in ``frozen/``, one record per call.
 
     The key covers the code the run executes (the function's module and everything it
-    imports, not the chapter that calls it), the environment (library versions, Python,
-    threads, device; see :func:`vitbook.engine.deps.environment`), the engine code that runs it,
-    the function's name, its arguments bound to its parameters with the defaults filled in
-    (so ``f(500)``, ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one record), and
-    the keys of the runs it consumed, recorded when it was computed. Arguments must have a
-    faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
+    imports, not the chapter that calls it), the engine code that runs it, the function's
+    name, its arguments bound to its parameters with the defaults filled in (so ``f(500)``,
+    ``f(epochs=500)`` and, if 500 is the default, ``f()`` are one record), and the digests of
+    the results of the runs it consumed, recorded when it was computed. The environment
+    (library versions, Python, threads, device) and the CPU are recorded as its provenance.
+    Arguments must have a faithful ``repr`` (numbers, strings, tuples, frozen dataclasses).
 
     Args:
         portable: compute in a child process on code paths that give the same bits whatever
@@ -452,8 +451,6 @@ def cached(
             the run trains, typically the result of another run: their code is in the key and
             the runs they call are recorded as consumed, so retraining those retrains this.
     """
-    import sys
-
     declared_in = sys._getframe(1).f_globals.get("__name__", "")
 
     def wrap(f: Callable[..., T]) -> Run:
@@ -464,8 +461,8 @@ def cached(
 
 def prune_frozen(consumed: list[dict[str, Any]]) -> list[Path]:
     """Delete the frozen records that no computation reaches from ``consumed`` (what the
-    items of a whole-book build recorded), directly or through the runs those consumed: runs
-    left behind by changed arguments. Returns the files deleted."""
+    items of a whole-book build that succeeded recorded), directly or through the runs those
+    consumed: runs left behind by changed arguments. Returns the files deleted."""
     keep: set[Path] = set()
     todo = list(consumed)
     while todo:

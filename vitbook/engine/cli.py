@@ -12,6 +12,11 @@ Examples::
                                               # temporary folder, compared with figures/
     python -m vitbook verify --runs --shard 3/12 --jobs 2
                                               # retrain some frozen runs from nothing and compare
+    python -m vitbook migrate                 # frozen records of format 1 into today's format
+
+Every command but ``list`` first checks the frozen store (every file against its digest) and
+the installed libraries against those the records and the manifest name, and stops with one
+message where either is wrong (see :func:`preflight`).
 
 Any folder of the project works as the starting point (``docs/``, say): the figures, frozen
 runs and cache are found from the ``vitbook`` package (see :mod:`vitbook.engine.paths`).
@@ -20,6 +25,7 @@ runs and cache are found from the ``vitbook`` package (see :mod:`vitbook.engine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -137,6 +143,18 @@ def parser() -> argparse.ArgumentParser:
         help="with --runs: write each identical run's new seconds into its frozen record "
         "(after a retraining on a quiet machine: the shard plan reads them)",
     )
+    v.add_argument(
+        "--new-environment",
+        action="store_true",
+        help="verify under libraries other than those recorded (a deliberate upgrade)",
+    )
+    m = sub.add_parser("migrate", help="rewrite frozen records of format 1 into today's format")
+    m.add_argument(
+        "--record-environment",
+        action="store_true",
+        help="record the installed libraries as every run's and item's provenance (after "
+        "`verify --runs --new-environment` passed)",
+    )
     return p
 
 
@@ -203,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
         n = len(read_manifest(figures_dir()))
         print(f"{n} of {n} items up to date in {figures_dir()}/ (no file changed since the check)")
         return 0
+    if args.command == "migrate":
+        return migrate(args)
+    problem = preflight(args) if args.command != "list" else None
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     if args.command == "runs":
         return list_runs()
     if args.command == "verify" and args.runs:
@@ -235,6 +259,44 @@ def main(argv: list[str] | None = None) -> int:
     if status == 0 and prune and not stale(keys):
         stamp.record()
     return status
+
+
+def preflight(args: argparse.Namespace) -> str | None:
+    """What stops a command before it builds, checks or trains anything (one message), or
+    None: a damaged file in the frozen store (:func:`vitbook.engine.frozen.check_store`), or
+    installed libraries other than those the frozen records and the manifest name (their
+    provenance; ``verify --new-environment`` is the deliberate upgrade's way past it)."""
+    from . import frozen
+    from .deps import environment_mismatch
+
+    damaged = frozen.check_store()
+    if damaged:
+        return "error: the frozen store is damaged:\n  " + "\n  ".join(damaged)
+    if getattr(args, "new_environment", False):
+        return None
+    recorded: dict[str, set[str]] = {}
+    envs = [r.get("environment") for r in frozen_records()]
+    envs += [e.get("environment") for e in read_manifest(figures_dir()).values()]
+    for env in filter(None, envs):
+        for k, v in env.items():
+            recorded.setdefault(k, set()).add(v)
+    return environment_mismatch(recorded, "the frozen runs and figures/manifest.json")
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """``python -m vitbook migrate``: see :func:`vitbook.engine.cache.migrate`; with
+    ``--record-environment`` the manifest's entries record the installed libraries too."""
+    lines = cache.migrate(record_environment=args.record_environment)
+    if args.record_environment:
+        from .deps import environment
+
+        manifest = read_manifest(figures_dir())
+        for entry in manifest.values():
+            entry["environment"] = environment()
+        text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+        cache.atomic_write(figures_dir() / "manifest.json", text.encode())
+    print("\n".join(lines))
+    return 1 if len(lines) > 1 else 0
 
 
 def run_build(keys: list[str], *, force: bool, jobs: int, prune: bool) -> int:
@@ -301,7 +363,7 @@ def verify(keys: list[str], args: argparse.Namespace) -> int:
 
 
 def frozen_records() -> list[dict[str, Any]]:
-    """Every frozen run's record, sorted by file."""
+    """Every sound frozen run's record, sorted by file."""
     from . import frozen
 
     out = []
@@ -313,14 +375,6 @@ def frozen_records() -> list[dict[str, Any]]:
     return out
 
 
-def _run_of(record: dict[str, Any]) -> cache.Run | None:
-    import importlib
-
-    if record["run"] not in cache.REGISTRY:
-        importlib.import_module(record["declared_in"])
-    return cache.REGISTRY.get(record["run"])
-
-
 def list_runs() -> int:
     """``python -m vitbook runs``: every frozen run, its seconds and CPU, and its state."""
     from . import frozen
@@ -329,9 +383,8 @@ def list_runs() -> int:
     width = max([len(str(r["_path"].relative_to(frozen_dir()))) for r in records] + [10])
     total, stale_runs = 0.0, 0
     for r in records:
-        run = _run_of(r)
-        args = frozen.decode(r["args"], {}, {})
-        current = run is not None and run.current_key(args) == r["key"]
+        run = cache.run_named(r["run"], r["declared_in"])
+        current = run is not None and run.current(frozen.decode(r["args"], {}, {})) is not None
         stale_runs += not current
         total += r.get("seconds", 0.0)
         where = r["computed_on"]
@@ -343,7 +396,7 @@ def list_runs() -> int:
     size = sum(p.stat().st_size for p in frozen_dir().glob("*/*") if p.is_file())
     print(
         f"{len(records)} frozen runs, {stale_runs} stale, {total:.0f} s of training, "
-        f"{size / 1e6:.1f} MB in {frozen_dir()}/"
+        f"{size / 1e6:.1f} MB in {frozen_dir()}/, every file as its digest says"
     )
     return 1 if stale_runs else 0
 
@@ -365,15 +418,13 @@ def commit_index() -> int:
         return 0
 
 
-def _retrain(name: str, declared_in: str, args: Any) -> dict[str, Any]:
+def _retrain(name: str, declared_in: str, args: Any) -> tuple[dict[str, Any], bytes]:
     """In a worker: retrain one frozen run from nothing (its inputs read from frozen/); the
-    record it would store (the tensors' digest in it)."""
+    record it would store and its tensors' bytes."""
     from . import frozen
 
     os.environ["VITBOOK_NO_TRAINING"] = "1"  # what it consumes must be frozen already
-    run = _run_of({"run": name, "declared_in": declared_in})
-    record, _ = run.compute(frozen.decode(args, {}, {}))
-    return record
+    return cache.run_named(name, declared_in).compute(frozen.decode(args, {}, {}))
 
 
 def _record_seconds(old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -383,16 +434,13 @@ def _record_seconds(old: dict[str, Any], new: dict[str, Any]) -> None:
 
     record = {k: v for k, v in old.items() if k != "_path"}
     record["seconds"], record["measured"] = new["seconds"], new["measured"]
-    _cache.atomic_write(old["_path"], frozen.canonical(record).encode())
-
-
-def pin_worker() -> None:
-    runtime.pin_environment()
+    _cache.atomic_write(old["_path"], frozen.seal(record).encode())
 
 
 def verify_runs(args: argparse.Namespace) -> int:
     """``python -m vitbook verify --runs``: retrain frozen runs (one shard, or all) and compare
-    each with its record (bits for portable runs; the seeds' spread for the others)."""
+    each with its record: a portable run bit for bit; a run on the CPU's own paths that gave
+    other bits by the facts the book prints from it (:func:`judge_by_facts`)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
@@ -420,21 +468,26 @@ def verify_runs(args: argparse.Namespace) -> int:
         chosen = shards[k - 1]
         print(f"shard {k} of {n}: {len(chosen)} of {len(records)} runs")
     start = time.perf_counter()
-    verdicts = []
+    verdicts, others = [], []
     ctx = get_context("spawn")
-    with ProcessPoolExecutor(args.jobs, mp_context=ctx, initializer=pin_worker) as pool:
+    with ProcessPoolExecutor(
+        args.jobs, mp_context=ctx, initializer=runtime.pin_environment
+    ) as pool:
         futures = {pool.submit(_retrain, r["run"], r["declared_in"], r["args"]): r for r in chosen}
         for fut in as_completed(futures):
             old = futures[fut]
             try:
-                new = fut.result()
+                new, blob = fut.result()
             except Exception as exc:  # reported, and the command fails
                 verdicts.append(rules.Verdict(old["_path"].stem, "differs", [f"failed: {exc}"]))
                 continue
-            siblings = rules.siblings_of(old, records)
-            verdicts.append(rules.compare_run(old, new, siblings))
+            verdicts.append(rules.compare_run(old, new))
+            if verdicts[-1].status == "other bits":
+                others.append((old, new, blob, verdicts[-1]))
             if args.record_seconds and verdicts[-1].status == "identical":
                 _record_seconds(old, new)
+    if others:
+        judge_by_facts(others, args.jobs)
     seconds = time.perf_counter() - start
     verdicts.sort(key=lambda v: v.key)
     print(rules.report(verdicts, noun="runs"))
@@ -444,3 +497,37 @@ def verify_runs(args: argparse.Namespace) -> int:
         print(f"{within} the budget of {VERIFY_BUDGET_S / 60:.0f} min for every run "
               f"(with 2 workers on a 2-core machine)")  # fmt: skip
     return 1 if any(v.status == "differs" for v in verdicts) else 0
+
+
+def judge_by_facts(others: list[tuple[dict, dict, bytes, Any]], jobs: int) -> None:
+    """Judge retrained runs that gave other bits by what the book prints from them: the items
+    that read them are recomputed from a copy of frozen/ holding the retrained records and
+    compared with the committed figures under the item rules (a trained fact within its
+    ``tol``, every other fact's text exactly). Each verdict becomes ``within rules`` or
+    ``differs``. (A run other runs consumed makes those not current: its items fail.)"""
+    import shutil
+
+    from . import frozen
+
+    wanted = {(old["run"], frozen.slug(frozen.decode(old["args"], {}, {}))) for old, *_ in others}
+    manifest = read_manifest(figures_dir())
+    keys = sorted(
+        k for k, e in manifest.items()
+        if any((c["run"], c["slug"]) in wanted for c in e.get("consumed", []))
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="vitbook-runs-") as tmp:
+        store = Path(tmp) / "frozen"
+        shutil.copytree(frozen_dir(), store)
+        for old, new, blob, _ in others:
+            cache.run_named(old["run"], old["declared_in"]).store(new, blob, root=store)
+        os.environ["VITBOOK_FROZEN"] = str(store)
+        print(f"\n{len(others)} runs gave other bits: the {len(keys)} items that read them, "
+              "recomputed from them")  # fmt: skip
+        ns = argparse.Namespace(against=figures_dir(), fresh=None, keep=None, jobs=jobs)
+        status = verify(keys, ns) if keys else 1
+    for *_, verdict in others:
+        verdict.status = "differs" if status else "within rules"
+        verdict.notes.append(
+            f"other bits; the {len(keys)} items that read them print "
+            + ("other facts (above)" if status else "the same facts, within their tol")
+        )

@@ -7,11 +7,15 @@ compares them with these files.
 
 One run is two files under ``frozen/<module>.<function>/``, named by the run's arguments:
 
-* ``<args>.json``: the run's key, its arguments, the runs it consumed (each with its key), the
-  seconds it took, the CPU it was computed on, and its result: numbers, strings, lists, curves,
-  numpy arrays and dataclasses (``History``, ``ViTConfig``) as JSON;
+* ``<args>.json``: the run's key, its arguments, the runs it consumed (each with the digest of
+  the result it read), the seconds it took, its provenance (the CPU it was computed on and the
+  library versions), its result: numbers, strings, lists, curves, numpy arrays and
+  dataclasses (``History``, ``ViTConfig``) as JSON, and the digest of all of that;
 * ``<args>.safetensors``: the tensors of its result (the weights of a model it returns), when
-  there are any. No pickle is ever written here.
+  there are any, with their digest in the JSON. No pickle is ever written here.
+
+Every file is checked against its digest (:func:`read`) by ``runs``, ``figures`` and
+``figures --check``: a damaged file stops them with its name, it is never read as absent.
 
 The result is stored by :func:`encode` so that the same run gives the same bytes: wall-clock
 timings (dictionary keys and dataclass fields named :data:`MEASURED`) are kept apart, in the
@@ -34,8 +38,10 @@ from typing import Any
 
 from .paths import frozen_dir
 
-#: The version of the file format; part of every run's key.
-FORMAT = 1
+#: The version of the record's layout (:func:`migrate_record` brings format 1 to it).
+FORMAT = 2
+#: The version of the result's encoding (:class:`Encoder`); part of every run's key.
+ENCODING = 1
 #: Dictionary keys and dataclass fields that hold wall-clock seconds: measurements, not results.
 MEASURED = "seconds"
 #: Characters allowed in a file name made from arguments (longer or other names are hashed).
@@ -247,36 +253,75 @@ def record_paths(
     return folder / f"{stem}.json", folder / f"{stem}.safetensors"
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A frozen run's JSON record, or None when it is missing, unreadable or of another format.
-    The safetensors file it names must match the digest the record holds."""
+def seal(record: dict[str, Any]) -> str:
+    """The record's text, with the digest of everything else it holds as ``digest``."""
+    body = {k: v for k, v in record.items() if k not in ("digest", "_path")}
+    return canonical({**body, "digest": hashlib.sha256(canonical(body).encode()).hexdigest()})
+
+
+def result_digest(record: dict[str, Any]) -> str:
+    """The digest of what a run gives (its result and tensors; not its timings or its
+    provenance): what a computation that read it records, and what a retraining must keep."""
+    what = {"result": record["result"], "tensors": record.get("tensors")}
+    return hashlib.sha256(canonical(what).encode()).hexdigest()[:20]
+
+
+def read(path: Path) -> tuple[dict[str, Any] | None, bytes, str | None]:
+    """The frozen record at ``path``, its tensor file's bytes, and what is wrong with them
+    (unreadable, of another format, or not the bytes their digests name; None if sound). The
+    one check of a frozen file: a damaged record is reported, never read."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        text = path.read_text(encoding="utf-8")
+        record = json.loads(text)
+    except (OSError, ValueError) as exc:
+        return None, b"", f"unreadable ({type(exc).__name__})"
     if not isinstance(record, dict) or record.get("format") != FORMAT:
-        return None
-    return record
-
-
-def load_result(record: dict[str, Any], json_path: Path, blob: bytes | None = None) -> Any:
-    """The result a record holds (its tensors read from ``blob`` or from the file beside
-    ``json_path``, and checked against the record's digest), or None if they are damaged."""
-    digest = record.get("tensors")
-    if not digest:
-        blob = b""
-    elif blob is None:
+        found = record.get("format") if isinstance(record, dict) else "?"
+        return None, b"", f"format {found}, not {FORMAT}: run `python -m vitbook migrate`"
+    if seal(record) != text:
+        return None, b"", "its bytes are not those its digest names"
+    tensors, blob = path.with_suffix(".safetensors"), b""
+    if record.get("tensors"):
         try:
-            blob = json_path.with_suffix(".safetensors").read_bytes()
+            blob = tensors.read_bytes()
         except OSError:
-            return None
-    if digest and hashlib.sha256(blob).hexdigest() != digest:
-        return None
+            return None, b"", f"{tensors.name} is missing"
+        if hashlib.sha256(blob).hexdigest() != record["tensors"]:
+            return None, b"", f"{tensors.name} is not the bytes the record's digest names"
+    return record, blob, None
+
+
+def check_store(root: Path | None = None) -> list[str]:
+    """Every damaged file of the frozen store, one line each (see :func:`read`), and every
+    tensor file that no record names."""
+    root = root or frozen_dir()
+    out = []
+    for path in sorted(root.glob("*/*")):
+        rel = path.relative_to(root.parent)
+        if path.suffix == ".json":
+            problem = read(path)[2]
+            if problem:
+                out.append(f"{rel}: {problem}")
+        elif path.suffix == ".safetensors" and not path.with_suffix(".json").exists():
+            out.append(f"{rel}: no record names it")
+    if out:
+        out.append("restore what a checkout holds (`git checkout -- frozen/`), or run the "
+                   "run again by deleting its record (`python -m vitbook figures`)")  # fmt: skip
+    return out
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A frozen run's JSON record, or None when it is missing or damaged (see :func:`read`)."""
+    return read(path)[0]
+
+
+def load_result(record: dict[str, Any], blob: bytes) -> Any:
+    """The result a record holds, its tensors from ``blob`` (the bytes :func:`read` checked)."""
     return decode(record["result"], tensors_from(blob), record.get("measured", {}))
 
 
 #: What the computations in progress consumed (innermost last): one list per computation, of
-#: ``{"run", "args", "key"}`` entries; see :func:`tracing`.
+#: ``{"run", "slug", "args", "result", "declared_in"}`` entries; see :func:`tracing`.
 _TRACE: list[list[dict[str, Any]]] = []
 
 
@@ -301,8 +346,8 @@ def note_consumed(entry: dict[str, Any]) -> None:
 
 
 def full_key(base: str, consumed: list[dict[str, Any]]) -> str:
-    """A run's key: its own (code, arguments, environment) and the keys of what it consumed."""
+    """A run's key: its own (code and arguments) and the results of what it consumed."""
     h = hashlib.sha256(base.encode())
     for c in consumed:
-        h.update(f"\0{c['run']}\0{c['slug']}\0{c['key']}".encode())
+        h.update(f"\0{c['run']}\0{c['slug']}\0{c['result']}".encode())
     return h.hexdigest()[:20]

@@ -22,11 +22,13 @@ convolutions and matrix products go through MKL):
   differently.
 
 This costs time (the plain kernels and the SSE2 branch are several times slower; the build
-report gives the seconds), so only two kinds of run use it: the pre-training that Chapters 4,
-9 and 10 are built on (``vitbook.runs.pretrained_shapes_vit``), and the short digits runs whose
-seeds' ranges nearly touch, so that a verdict drawn from them would flip with the CPU
-(``vitbook.runs.digits_run``). ``tests/test_portable.py`` hides the CPU's AVX,
-AVX2, FMA and AVX-512 from glibc, oneDNN and MKL and checks that the bits do not move.
+report gives the seconds), so only the runs everything else stands on use it. The portable
+runs are exactly: ``vitbook.runs.pretrained_shapes_vit`` (the pre-training that Chapters 4, 9
+and 10 are built on). Every other run computes on the CPU's own paths (the digits runs too, since
+2f151a3): retrained on another CPU it may give other bits, and ``verify --runs``
+judges it by the facts the book prints from it (:func:`vitbook.engine.verify.compare_run`).
+``tests/test_portable.py`` hides the CPU's AVX, AVX2, FMA and AVX-512 from glibc, oneDNN and
+MKL and checks that the bits do not move.
 """
 
 from __future__ import annotations

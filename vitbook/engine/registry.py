@@ -249,19 +249,8 @@ def figure(
             :data:`PHONE_WIDTH`); by default 1.4 times ``size``'s height.
     """
 
-    def wrap(fn: Callable[[Recorder], Any]) -> Item:
-        return _register(
-            fn,
-            chapter=chapter,
-            id=id,
-            size=size,
-            deterministic=deterministic,
-            trained=trained,
-            inputs=inputs,
-            phone_size=phone_size,
-        )
-
-    return wrap
+    kw = dict(chapter=chapter, id=id, size=size, deterministic=deterministic, trained=trained)
+    return lambda fn: _register(fn, **kw, inputs=inputs, phone_size=phone_size)
 
 
 def facts(
@@ -274,18 +263,8 @@ def facts(
 ) -> Callable[[Callable[[Recorder], Any]], Item]:
     """Register a computation that only records facts (no drawing); arguments as :func:`figure`."""
 
-    def wrap(fn: Callable[[Recorder], Any]) -> Item:
-        return _register(
-            fn,
-            chapter=chapter,
-            id=id,
-            size=None,
-            deterministic=deterministic,
-            trained=trained,
-            inputs=inputs,
-        )
-
-    return wrap
+    kw = dict(chapter=chapter, id=id, deterministic=deterministic, trained=trained)
+    return lambda fn: _register(fn, **kw, size=None, inputs=inputs)
 
 
 def chapter_modules() -> dict[str, int]:

@@ -197,8 +197,8 @@ def report(verdicts: list[Verdict], noun: str = "items") -> str:
         lines.append(f"{v.key:<{width}}  {v.status}")
         lines.extend(f"{'':<{width}}    {note}" for note in v.notes)
     counts = {s: sum(v.status == s for v in verdicts) for s in STATUSES}
-    middle = "within the rules" if noun == "items" else "within the seeds' spread"
-    n_middle = counts["within rules"] + counts["within spread"]
+    middle = "within the rules" if noun == "items" else "within the printed facts"
+    n_middle = counts["within rules"]
     lines.append(
         f"{len(verdicts)} {noun}: {counts['identical']} identical, {n_middle} {middle}, "
         f"{counts['differs']} differ"
@@ -207,89 +207,34 @@ def report(verdicts: list[Verdict], noun: str = "items") -> str:
 
 
 #: A verdict's status, from the best to the worst.
-STATUSES = ("identical", "within rules", "within spread", "differs")
+STATUSES = ("identical", "within rules", "differs")
 
 
 # --- frozen runs, retrained from nothing (``verify --runs``) -------------------------------
 
 
-def _leaves(obj: Any, path: str = "") -> dict[str, Any]:
-    """The leaves of an encoded result by path: numbers (bools as 0/1), strings and None."""
-    out: dict[str, Any] = {}
-    if isinstance(obj, dict):
-        if "__ndarray__" in obj:
-            for i, x in enumerate(obj["data"]):
-                out.update(_leaves(x, f"{path}/{i}"))
-            out[f"{path}/shape"] = repr(obj["shape"])
-            return out
-        for k, v in obj.items():
-            out.update(_leaves(v, f"{path}/{k}"))
-    elif isinstance(obj, list):
-        for i, x in enumerate(obj):
-            out.update(_leaves(x, f"{path}/{i}"))
-    elif isinstance(obj, bool):
-        out[path] = int(obj)
-    else:
-        out[path] = obj
-    return out
+def compare_run(old: dict[str, Any], new: dict[str, Any]) -> Verdict:
+    """A retrained run (``new``) against its frozen record (``old``): ``identical`` when its
+    result and tensors are the same bits; a portable run that gave other bits ``differs``; a
+    run on the CPU's own code paths that did is ``other bits``, to be judged by the facts the
+    book prints from it (``verify --runs`` rebuilds the items that read it with the retrained
+    record, under the item rules above: a trained fact within its ``tol``), never by every
+    point of its curves, which a last-bit difference moves."""
+    from .frozen import result_digest
 
-
-def compare_run(
-    old: dict[str, Any], new: dict[str, Any], siblings: list[dict[str, Any]]
-) -> Verdict:
-    """A retrained run (``new``) against its frozen record (``old``): ``identical`` when the
-    result and its tensors are the same bits; for a run on the CPU's own code paths, ``within
-    spread`` when every number of the result moved by at most the spread of the frozen seeds
-    of the same configuration (``siblings``: records whose arguments differ only in ``seed``)
-    at that place; otherwise ``differs``. A portable run must be identical."""
     name = f"{old['run'].rsplit('.', 1)[-1]}({_slug(old)})"
     secs = f"{new.get('seconds', 0):.0f} s (frozen: {old.get('seconds', 0):.0f} s)"
-    if old["result"] == new["result"] and old.get("tensors") == new.get("tensors"):
+    if result_digest(old) == result_digest(new):
         return Verdict(name, "identical", [secs])
     if old.get("portable"):
         return Verdict(name, "differs", [secs, "a portable run gave other bits"])
-    a, b = _leaves(old["result"]), _leaves(new["result"])
-    if sorted(a) != sorted(b):
-        return Verdict(name, "differs", [secs, "the result has another structure"])
-    if not siblings:
-        return Verdict(name, "differs", [secs, "other bits, and no other seeds to give a spread"])
-    spread = {p: [s for s in (_leaves(x["result"]).get(p) for x in siblings) if _number(s)]
-              for p in a}  # fmt: skip
-    moved = []
-    for p, x in a.items():
-        y = b[p]
-        if x == y:
-            continue
-        if not (_number(x) and _number(y)):
-            moved.append(f"{p}: {x!r} -> {y!r}")
-            continue
-        vals = spread[p] + [x]
-        if abs(y - x) > (max(vals) - min(vals)) * (1 + 1e-9):
-            moved.append(
-                f"{p}: {x!r} -> {y!r}, beyond the seeds' spread {max(vals) - min(vals):.3g}"
-            )
-    if moved:
-        return Verdict(name, "differs", [secs, *moved[:5]])
-    return Verdict(name, "within spread", [secs, f"{len(siblings)} other seeds give the spread"])
+    return Verdict(name, "other bits", [secs])
 
 
 def _slug(record: dict[str, Any]) -> str:
     from .frozen import decode, slug
 
     return slug(decode(record["args"], {}, {}))
-
-
-def siblings_of(record: dict[str, Any], records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records of the same run whose arguments differ from ``record``'s only in ``seed``."""
-    if "seed" not in record["args"]:
-        return []
-    rest = {k: v for k, v in record["args"].items() if k != "seed"}
-    return [
-        r for r in records
-        if r is not record and r["run"] == record["run"] and "seed" in r["args"]
-        and {k: v for k, v in r["args"].items() if k != "seed"} == rest
-        and r["args"]["seed"] != record["args"]["seed"]
-    ]  # fmt: skip
 
 
 def plan_shards(records: list[dict[str, Any]], budget: float, jobs: int) -> list[list[dict]]:
