@@ -277,6 +277,7 @@ def _compute_source(name: str, text: str, drawing_too: bool = False) -> bytes:
     return ast.dump(tree, include_attributes=False).encode()
 
 
+@cache  # read once a process: a file saved while a build runs must not re-key its runs
 def code_of(obj: object) -> str:
     """A function's, class's or module's code as its syntax tree: comments, formatting and
     docstrings do not count, as in every key (:func:`compute_source`)."""
