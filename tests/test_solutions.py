@@ -197,3 +197,13 @@ def test_chapter10_solution_numbers():
     assert abs(f["sol_ex1_dist"] - np.linalg.norm(c[:, None] - c[None], axis=-1).mean()) < 1e-9
     assert f["sol_ex3_global"] == (1024 // 4) ** 4
     assert f["sol_ex3_window"] == (1024 // 4) ** 2 * 49
+
+
+@pytest.mark.slow
+def test_chapter10_exercise_2_rollout_without_the_identity() -> None:
+    """Without the identity the rows of rollout become alike and the map lands in the box less
+    often, on every pre-trained model (the facts the solution prints)."""
+    f = run(ch10_solutions.solutions_rollout)
+    assert f["sol_ex2_tv_a0_hi"] < 0.1 * f["sol_ex2_tv_a05_lo"]  # the rows collapse
+    assert f["sol_ex2_n_a0_lower"] == f["sol_ex2_models"] == 5
+    assert f["sol_ex2_hit_a0_lo"] > f["sol_ex2_chance"]  # still above chance
