@@ -115,8 +115,7 @@ assert all(pairs == (n + 1) ** 2 for _, n, _, pairs in rows)
 # patches of $P = 2$: sixteen patches of four pixels each. Then, at test time only, shuffle the
 # sixteen patches of every digit in twenty random orders and measure the accuracy.
 #
-# One training run is one draw: another seed gives other weights, another batch order of the
-# same full batch (none here) and another result. The cell below trains with `SEED = 0`. The
+# One training run is one draw: another seed gives other initial weights, and another result. The cell below trains with `SEED = 0`. The
 # book ran the task with seeds 0 to 4, and the asserts at the end of the task check only what
 # held in all five; after your first run, set `SEED` to 1, 2, 3 and 4 and rerun the task's
 # cells to see how much of what you measured belongs to the seed.
