@@ -19,8 +19,8 @@
 # | Task | Chapters | You measure |
 # |---|---|---|
 # | 1. Tokens and attention pairs | 2, 8 | $N$ and $(N+1)^2$ for $P = 8, 16, 32$ |
-# | 2. Shuffle the patches | 4, 9 | the accuracy a trained model loses when patch order changes |
-# | 3. Where the class token looks | 5, 10 | the CLS row of the attention, drawn over the image |
+# | 2. Shuffle the patches | 4, 9 | the accuracy a trained model loses when patch order changes, seed by seed |
+# | 3. Where the class token looks | 5, 10 | the CLS row of the attention against the ink's share of the patches |
 # | 4. A learning rate too high | 9 | the loss curve at rates from $3 \times 10^{-4}$ upward |
 # | 5. Latency at 384 pixels | 8 | measured time against the predicted growth |
 #
@@ -115,17 +115,28 @@ assert all(pairs == (n + 1) ** 2 for _, n, _, pairs in rows)
 # patches of $P = 2$: sixteen patches of four pixels each. Then, at test time only, shuffle the
 # sixteen patches of every digit in twenty random orders and measure the accuracy.
 #
+# One training run is one draw: another seed gives other initial weights, and another result. The cell below trains with `SEED = 0`. The
+# book ran the task with seeds 0 to 4, and the asserts at the end of the task check only what
+# held in all five; after your first run, set `SEED` to 1, 2, 3 and 4 and rerun the task's
+# cells to see how much of what you measured belongs to the seed.
+#
 # **Predict:** which model loses accuracy when the patches are shuffled, and roughly how much?
-# Which model is better on digits in their proper order?
+# Which model is better on digits in their proper order, and will it be in every seed?
 
 # %%
-def shuffle_test(p, orders=20):
+SEED = 0  # the book's five runs: seeds 0 to 4
+
+
+def shuffle_test(p, orders=20, seed=SEED):
     """Train TinyViT8 with and without position embeddings on patches of p x p pixels; test
     accuracy of both in the true patch order and in `orders` random orders of the patches.
     Returns the model with positions, the test patches, the orders and the accuracies."""
     g = 8 // p  # patches per side
-    with_pos, _ = train(preset("tinyvit8", patch_size=p), epochs=150, lr=1e-3)
-    no_pos, _ = train(preset("tinyvit8", patch_size=p, pos_embed="none"), epochs=150, lr=1e-3)
+    with_pos, _ = train(preset("tinyvit8", patch_size=p), epochs=150, lr=1e-3, seed=seed)
+    no_pos, _ = train(preset("tinyvit8", patch_size=p, pos_embed="none"), epochs=150, lr=1e-3,
+                      seed=seed)  # fmt: skip
+    print(f"P = {p}, seed {seed}: the model with positions fits"
+          f" {accuracy(with_pos, x_train, y_train):.1%} of its training digits")
     patches = patchify(x_test, p)  # (B, N, P*P*C)
     generator = torch.Generator().manual_seed(0)
     perms = [torch.arange(g * g)]
@@ -169,7 +180,8 @@ show(
 )
 
 # %%
-assert in_order[0] > in_order[1] + 0.1  # positions help on digits in their true order
+# what held in each of the book's five seeds (0 to 4) at P = 2:
+assert in_order[0] > in_order[1]  # positions help on digits in their true order
 assert mean_pos < in_order[0] - 0.3  # and a model that uses them is lost when order changes
 # without positions the output is the same for every order (up to float rounding)
 assert max(abs(r[1] - in_order[1]) for r in results) < 0.01
@@ -178,7 +190,15 @@ assert max(abs(r[1] - in_order[1]) for r in results) < 0.01
 # The model without positions cannot be fooled by a new order, because it cannot see order at
 # all; it pays for that on correctly ordered digits, where it has only a bag of four-pixel
 # pieces to go on. The model with positions uses where each piece sits, and is lost when that
-# is scrambled.
+# is scrambled. Both held in every seed the book ran; how much the positions help in order
+# did not: from a few points in one seed to several times that in another. Rerun with other
+# seeds before you quote a gap.
+#
+# Read the training accuracy printed above before reading anything into the gap. At $P = 2$,
+# 150 full-batch steps leave both models undertrained: they fit only a part of their own
+# training digits, where the $P = 4$ models below fit nearly all of theirs. The comparison at
+# $P = 2$ is between two models that are still learning, and the gap is a gap after 150 steps,
+# not between what the two architectures can reach.
 #
 # Does the patch size matter? With $P = 4$ (the lab's TinyViT8) a digit is four pieces, and
 # each piece holds a whole quarter of the digit. **Predict** whether a shuffle hurts more or
@@ -194,12 +214,17 @@ for p, r in ((2, results), (4, results4)):
           f" without positions {r[0][1]:.1%}")
 
 # %%
-assert 0.05 < drop[4] < drop[2]  # larger patches: a smaller loss from a shuffle, but a loss
+# held in each of the book's five seeds: larger patches, a smaller loss from a shuffle, but a
+# loss (its size moved from seed to seed)
+assert 0 < drop[4] < drop[2]
 
 # %% [markdown]
 # Larger patches make the model less dependent on where each piece sits, because each piece
 # says more about itself, but the model with positions still uses them: a shuffle costs it
-# points at either size, and the model without positions is unaffected at either size.
+# points at either size, and the model without positions is unaffected at either size. Which
+# of the two is better on digits in their true order at $P = 4$ is a question this task cannot
+# answer: over the book's five seeds the two were within a few points of each other, and the
+# model with positions was not ahead in two of them (behind in one, level in the other).
 
 # %% [markdown]
 # ## Task 3: extract the class token's attention and overlay it
@@ -208,6 +233,10 @@ assert 0.05 < drop[4] < drop[2]  # larger patches: a smaller loss from a shuffle
 # $(B, h, N+1, N+1)$. Row 0 is the class token's query; its columns 1 to $N$ say how much
 # of each patch the class token reads. Reshaped to the $4 \times 4$ patch grid and averaged over
 # the heads, it becomes a map you can lay over the digit.
+#
+# The baseline is the ink itself: a class token that read the sixteen patches without
+# preference would give the stroke patches their share of the patches, and one drawn to the
+# strokes would give them more.
 #
 # **Predict:** will the class token of the last block read all sixteen patches equally? Will
 # it look at the strokes or at the empty background?
@@ -244,18 +273,25 @@ show(
     " attends to each patch, averaged over heads, with the map's largest weight in its title.",
 )
 
-ink = patchify(x_test[:8], 2).mean(-1) > 0.25  # (8, N): patches that hold part of a stroke
-on_ink = ((cls_to_patches * ink).sum(1) / cls_to_patches.sum(1)).mean().item()
+# the whole test set: patches that hold part of a stroke, and the class token's attention
+with torch.no_grad():
+    every = with_pos.forward_intermediates(x_test, attn=True)["attn"][-1][:, :, 0, 1:].mean(1)
+ink = patchify(x_test, 2).mean(-1) > 0.25  # (B, N)
+ink_share = ink.float().mean().item()  # the baseline: no preference for the strokes
+per_image = (every * ink).sum(1) / every.sum(1)  # (B,): the strokes' share of the CLS attention
+on_ink = per_image.mean().item()
+below = (per_image < ink.float().mean(1)).float().mean().item()
 print(
-    f"strokes cover {ink.float().mean():.0%} of the patches and get {on_ink:.0%}"
-    " of the class token's attention to patches"
+    f"seed {SEED}: strokes cover {ink_share:.0%} of the patches and get {on_ink:.0%}"
+    f" of the class token's attention to patches; below their share in {below:.0%} of the"
+    " test digits"
 )
 
 # %%
 assert last.shape == (8, 2, 17, 17)
 row = last[:, :, 0]  # the class token's full row, CLS column included
 assert torch.allclose(row.sum(-1), torch.ones(8, 2), atol=1e-6)
-assert on_ink < ink.float().mean().item()  # not drawn to the ink (see below)
+assert on_ink < ink_share  # not drawn to the ink, in each of the book's five seeds
 print(
     f"the CLS row gives the patches {cls_to_patches.sum(1).mean():.0%} of its weight;"
     " the rest goes to the class token itself"
@@ -263,8 +299,13 @@ print(
 
 # %% [markdown]
 # Compare the two percentages. If the class token simply read the ink, the second would be far
-# above the first; on this small model it is not. An empty patch is information too: it says
-# where the digit is *not*, and for an $8 \times 8$ digit that pins down its shape.
+# above the first; on this small model it is not. That held in each of the book's five seeds,
+# but by how much did not: in one seed the strokes got a small fraction of the class token's
+# attention, in others nearly their share of the patches. So what this one model shows is not
+# a property of the architecture or the task; set `SEED` in Task 2 to another value and
+# rerun both tasks to see your model's. What every seed agrees on is only the direction: an
+# empty patch is information too, since it says where the digit is *not*, and for an
+# $8 \times 8$ digit that pins down its shape.
 #
 # Keep the limits of this picture in mind (Chapter 10): a weight says what was *read*, not
 # what *mattered* for the decision, and the last block's tokens have already mixed

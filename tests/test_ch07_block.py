@@ -78,6 +78,10 @@ def test_b16_block_parameters() -> None:
     assert f["norms_params"] == 3_072
     assert f["mlp_share"] == pytest.approx(4_722_432 / 7_087_872, abs=1e-12)
     assert 0.66 < f["mlp_share"] < 0.67
+    # the query and key projections, with their biases: a sixth of the block, not a third
+    assert f["qk_params"] == 2 * (768 * 768 + 768)
+    assert f["qk_share"] == pytest.approx(1 / 6, abs=1e-3)
+    assert f["qk_share"] + f["vo_share"] == pytest.approx(f["attn_share"], abs=1e-12)
 
 
 def test_post_norm_reorders_the_same_modules() -> None:
@@ -138,6 +142,18 @@ def test_pre_vs_post_norm_measurement() -> None:
     assert f["timm_pre_spread_hi"] < 1.25 and f["timm_post_spread_hi"] < 1.25
     # exercise 2: removing the final LayerNorm scales the gradients by a few times
     assert 2 < f["no_final_ln_factor_lo"] <= f["no_final_ln_factor_hi"] < 6
+    # at ViT-B's 12 blocks post-norm leans: rising towards the output in most seeds, while
+    # pre-norm still falls in every seed
+    assert f["n_shallow_post_rises"] + f["n_shallow_post_falls"] == seeds
+    assert f["n_shallow_post_rises"] >= 8 and f["n_shallow_pre_falls"] == seeds
+
+
+def test_gradient_profile_takes_the_depth() -> None:
+    short = gradient_profile("xavier", "post", seed=0, depth=12)
+    assert len(short["grad"]) == len(short["rms"]) == 12
+    assert gradient_profile("xavier", "post", seed=0, depth=12) == short  # seeded
+    # post-norm: from block 2 on every block reads a LayerNorm's output
+    assert all(abs(r - 1) < 1e-3 for r in short["rms"][1:])
 
 
 def test_batchnorm1d_on_tokens_raises_or_is_silently_wrong() -> None:

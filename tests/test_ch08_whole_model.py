@@ -297,3 +297,43 @@ def test_activation_floats_is_what_autograd_saves(dim, heads, image, patch):
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         block(x)[0].sum().backward()
     assert sum(kept.values()) == activation_floats(cfg)["per_block"]
+
+
+def test_eq_8_1_takes_the_mlp_width_and_the_shorthand_overcounts_the_small_models() -> None:
+    """Eq. 8.1 with M as a parameter gives the calculator's count for any MLP width; the
+    shorthand 12 D^2 + 13 D per block (M = 4D) overcounts the chapter's models with M = 2D
+    by about half."""
+    import dataclasses
+
+    from vitbook.calc import param_breakdown
+    from vitbook.engine import Recorder
+    from vitbook.figures.ch08_scaling import cfg_of, d2_base, params_by_equation, small_images
+    from vitbook.model import preset
+
+    for cfg in (cfg_of(4), d2_base(), preset("vit-b/16")):
+        for ratio in (1.0, 2.0, 3.0, 4.0):
+            c = dataclasses.replace(cfg, mlp_ratio=ratio)
+            assert params_by_equation(c) == param_breakdown(c)["total"], (cfg, ratio)
+    uva = cfg_of(4)
+    assert uva.mlp_dim == 2 * uva.dim
+    assert params_by_equation(uva, mlp=4 * uva.dim) > 1.4 * params_by_equation(uva)
+    rec = Recorder(8)
+    small_images(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    assert 0.45 < f["overcount_4d_lo"] <= f["overcount_4d_hi"] < 0.5
+    assert f["small_models"] == 4
+
+
+def test_table_6_check_reports_every_row_and_its_rank_correlations_null() -> None:
+    from vitbook.engine import Recorder
+    from vitbook.figures.ch08_scaling import scaling_study
+
+    rec = Recorder(8)
+    scaling_study(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    # without the attention matmuls the estimate is short on five rows; B/32's is above
+    assert f["t6_bare_short_rows"] == f["t6_rows"] - 1 == 5
+    assert 0 < f["t6_bare_gap_b32"] < 0.02
+    # six rows: the exact permutation null of a rank correlation
+    assert f["rho_orders"] == 720
+    assert 0 < f["rho_compute_p"] < f["rho_params_p"] < 0.1

@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vitbook.figures.ch10_inside import (
+from vitbook.figures.ch10_attention import (
     _chance,
     _in_box,
     _peak_inside,
     _rank_corr,
-    attention_pairs,
     colour_saliency,
 )
+from vitbook.figures.ch10_inside import attention_pairs
 
 FACTS = Path(__file__).resolve().parents[1] / "figures" / "facts.json"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "10-inside-a-trained-vit.md"
@@ -231,7 +231,7 @@ def test_random_model_is_the_weights_pretraining_started_from():
     import torch
 
     from vitbook.experiments.pretrain import SHAPES_CFG
-    from vitbook.figures.ch10_inside import FRESH_DRAWS, _fresh_model, _random_model
+    from vitbook.figures.ch10_attention import FRESH_DRAWS, _fresh_model, _random_model
     from vitbook.model import VisionTransformer
     from vitbook.runs import PRE_SEEDS
 
@@ -280,7 +280,7 @@ def test_position_null_separates_a_ring_code_from_a_random_table():
 
 
 def test_paired_verdict_and_low_block():
-    from vitbook.figures.ch10_inside import _low_block, _paired
+    from vitbook.figures.ch10_attention import _low_block, _paired
 
     rng = np.random.default_rng(0)
     b = rng.random(200)
@@ -294,7 +294,7 @@ def test_paired_verdict_and_low_block():
 def test_deletion_gives_one_curve_per_image_and_a_fully_random_model_matches_itself():
     import torch
 
-    from vitbook.figures.ch10_inside import (
+    from vitbook.figures.ch10_attention import (
         DELETE_STEPS,
         FRESH_DRAWS,
         _deletion,
@@ -317,7 +317,8 @@ def test_deletion_gives_one_curve_per_image_and_a_fully_random_model_matches_its
 
 
 def test_bounds_round_up_and_the_verdicts_read_values_not_means():
-    from vitbook.figures.ch10_inside import _binomial_tail, _draws_vs_pairs, _round_up
+    from vitbook.figures.ch10_attention import _draws_vs_pairs
+    from vitbook.figures.ch10_inside import _binomial_tail, _round_up
 
     assert _round_up(0.2458) == 0.25 and _round_up(1.1493) == 1.15 and _round_up(0.25) == 0.25
     assert _round_up(0.2401) == 0.25 and _round_up(0.2401) >= 0.2401
@@ -330,7 +331,7 @@ def test_bounds_round_up_and_the_verdicts_read_values_not_means():
 
 
 def test_other_image_never_picks_itself_and_dist_dip():
-    from vitbook.figures.ch10_inside import _dist_dip, _other_image
+    from vitbook.figures.ch10_attention import _dist_dip, _other_image
 
     rng = np.random.default_rng(0)
     for n in (2, 7, 256):
@@ -378,3 +379,30 @@ def test_a_gap_and_its_null_print_with_three_decimals():
     # 0.0439 against 0.0392 would both print 0.04 at two decimals
     assert _finding_format("gap_ring").format(0.0439) != _finding_format("null_ring").format(0.0392)
     assert _finding_format("acc") == "{:.1%}" and _finding_format("sim_far") == "{:.2f}"
+
+
+def test_every_block_of_every_model_is_read_against_its_own_initialisation() -> None:
+    """The per-block facts of ``attention_distance_seeds``: one row per block, each model's
+    initialisation on uniform attention, and the counts the text prints add up."""
+    depth, models = fact("depth"), fact("dseed_models")
+    assert models == fact("pre_seeds")
+    below = [fact(f"dseed_b{b}_below_init") for b in range(1, depth + 1)]
+    assert sum(below) == fact("dseed_all_below_init") <= fact("dseed_all_pairs") == models * depth
+    assert sum(below[1:-1]) == fact("dseed_middle_below_init")
+    assert fact("dseed_middle_pairs") == models * (depth - 2)
+    uniform = fact("dist_uniform")
+    for b in range(1, depth + 1):
+        assert fact(f"dseed_b{b}_lo") <= fact(f"dseed_b{b}_hi")
+        assert abs(fact(f"dseed_b{b}_init_lo") - uniform) <= fact("dseed_init_max_dev") + 0.05
+    # the table of the chapter has a row for every block
+    text = DOC.read_text(encoding="utf-8")
+    assert all(f"ch10.dseed_b{b}_lo" in text for b in range(1, depth + 1))
+    assert f"ch10.dseed_b{depth + 1}_lo" not in text
+    assert len(fact("dseed_low_blocks").split(", ")) + 1 == models  # "2, 2, 3, 1 and 3"
+
+
+def test_block_list_names_every_block_in_order() -> None:
+    from vitbook.figures.ch10_attention import _block_list
+
+    assert _block_list([2]) == "2"
+    assert _block_list([2, 3, 1]) == "2, 3 and 1"

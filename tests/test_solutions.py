@@ -95,12 +95,22 @@ def test_unfold_fix_matches_the_convolution():
 def test_chapter7_and_8_solution_numbers():
     f7 = run(ch07_solutions.solutions)
     assert f7["sol_ex3_l16_block"] == f7["sol_ex3_l16_block_calc"]
+    # exercise 1: the book's pre-norm stream grows; the student's is reset at every block
+    assert f7["sol_ex1_growth_right_lo"] > 2 and f7["sol_ex1_max_buggy"] < 1.5
+    assert f7["sol_ex1_growth_buggy_hi"] < f7["sol_ex1_growth_right_lo"]
     f8 = run(ch08_solutions.solutions)
     assert (f8["sol_ex1_grid"], f8["sol_ex1_seq"], f8["sol_ex1_heads"]) == (16, 257, 16)
     assert f8["sol_ex1_qkv"] == 3 * preset("vit-h/14").dim
     m = calc.macs(preset("vit-b/16", image_size=384))
     assert f8["sol_ex2_gmacs_384"] == m["total"] / 1e9
     assert f8["sol_ex2_attn_share"] > f8["sol_ex2_attn_share_224"]  # T^2 grows faster
+    # exercise 3: S/16's MAC ratio lies between Ti/16's and B/16's, far below the pairs'
+    ratios = [calc.macs(preset(n, image_size=384))["total"] / calc.macs(preset(n))["total"]
+              for n in ("vit-ti/16", "vit-b/16")]  # fmt: skip
+    assert min(ratios) < f8["sol_ex3_s16_macs_ratio"] < max(ratios)
+    assert f8["sol_ex3_s16_macs_ratio"] < f8["sol_ex3_s16_pairs_ratio"] / 2
+    # exercise 4: the FLOPs figure halved is the MACs figure
+    assert f8["sol_ex4_halved"] == calc.macs(preset("vit-b/16"))["total"] / 1e9
 
 
 def test_strict_false_does_not_forgive_a_position_table_of_another_shape():
@@ -187,3 +197,13 @@ def test_chapter10_solution_numbers():
     assert abs(f["sol_ex1_dist"] - np.linalg.norm(c[:, None] - c[None], axis=-1).mean()) < 1e-9
     assert f["sol_ex3_global"] == (1024 // 4) ** 4
     assert f["sol_ex3_window"] == (1024 // 4) ** 2 * 49
+
+
+@pytest.mark.slow
+def test_chapter10_exercise_2_rollout_without_the_identity() -> None:
+    """Without the identity the rows of rollout become alike and the map lands in the box less
+    often, on every pre-trained model (the facts the solution prints)."""
+    f = run(ch10_solutions.solutions_rollout)
+    assert f["sol_ex2_tv_a0_hi"] < 0.1 * f["sol_ex2_tv_a05_lo"]  # the rows collapse
+    assert f["sol_ex2_n_a0_lower"] == f["sol_ex2_models"] == 5
+    assert f["sol_ex2_hit_a0_lo"] > f["sol_ex2_chance"]  # still above chance

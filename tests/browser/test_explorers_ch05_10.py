@@ -633,13 +633,14 @@ def maps_shown(page, img: int, grid: bool = False) -> None:
 
 def sent_row(data, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
     """The row the page must show, from the data file's uint8 steps of each row's largest
-    weight (vitbook.figures.ch10_explore.dequantise)."""
+    patch weight and its class-token weight (vitbook.figures.ch10_explore.dequantise)."""
     from vitbook.figures.ch10_explore import dequantise
 
-    if mode == "rollout":
-        return dequantise(data.arrays["rollout"], data.arrays["rollout_top"])[img, layer, q]
-    a = dequantise(data.arrays["attn"][img, layer], data.arrays["attn_top"][img, layer])
-    return a[:, q].mean(0) if mode == "mean" else a[head, q]
+    a = data.arrays
+    if mode in ("rollout", "mean"):
+        return dequantise(a[mode], a[f"{mode}_top"], a[f"{mode}_cls"])[img, layer, q]
+    sent = dequantise(a["attn"][img, layer], a["attn_top"][img, layer], a["attn_cls"][img, layer])
+    return sent[head, q]
 
 
 def model_row(exact, img: int, layer: int, mode: str, head: int, q: int) -> np.ndarray:
@@ -659,12 +660,12 @@ def assert_row_is_the_models(view, data, exact) -> dict:
     s = shown(view)
     key = (s["img"], s["layer"], s["mode"], s["head"], s["q"])
     np.testing.assert_allclose(s["row"], sent_row(data, *key), atol=1e-12)
-    # within half a step of the row's largest weight (the heads' mean of theirs, for the mean)
+    # the patches within half a step of the row's largest patch weight (the top of its colour
+    # bar), the class token's weight to float32
     exact_row = model_row(exact, *key)
-    img, layer, mode, _, q = key
-    top = exact["attn"][img, layer, :, q].max(-1).mean() if mode == "mean" else exact_row.max()
-    half = top / (2 * data.meta["levels"]) * (1 + 1e-6)
-    assert np.abs(s["row"] - exact_row).max() <= half
+    half = exact_row[1:].max() / (2 * data.meta["levels"]) * (1 + 1e-6)
+    assert np.abs(s["row"][1:] - exact_row[1:]).max() <= half
+    assert abs(s["row"][0] - exact_row[0]) <= 1e-6
     assert abs(s["row"].sum() - 1) <= len(exact_row) * half + 1e-6
     return s
 
@@ -797,7 +798,8 @@ def test_heads_second_tab_shows_every_layer_and_head_of_the_trained_model(browse
         from vitbook.analysis import mean_attention_distance
         from vitbook.figures.ch10_explore import dequantise
 
-        sent = dequantise(data.arrays["attn"][0], data.arrays["attn_top"][0])  # (L, H, T, T)
+        a = data.arrays
+        sent = dequantise(a["attn"][0], a["attn_top"][0], a["attn_cls"][0])  # (L, H, T, T)
         only = np.zeros_like(sent)
         only[:, :, q] = sent[:, :, q]
         return np.stack([mean_attention_distance(torch.from_numpy(a), m["grid"], m["patch"]).numpy()

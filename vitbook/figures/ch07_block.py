@@ -298,11 +298,11 @@ def post_norm_forward(block: Block, x: torch.Tensor) -> torch.Tensor:
     # --8<-- [end:post-norm]
 
 
-def _stack_blocks(init: str, seed: int = 0) -> nn.ModuleList:
-    """STACK["depth"] blocks, seeded; Linear weights by ``init`` ("timm" or "xavier")."""
+def _stack_blocks(init: str, seed: int = 0, depth: int = STACK["depth"]) -> nn.ModuleList:
+    """``depth`` blocks, seeded; Linear weights by ``init`` ("timm" or "xavier")."""
     torch.manual_seed(seed)
     blocks = nn.ModuleList(Block(dim=STACK["dim"], heads=STACK["heads"])
-                           for _ in range(STACK["depth"]))  # fmt: skip
+                           for _ in range(depth))  # fmt: skip
     for m in blocks.modules():
         if isinstance(m, nn.Linear):
             if init == "timm":
@@ -315,7 +315,7 @@ def _stack_blocks(init: str, seed: int = 0) -> nn.ModuleList:
 
 # --8<-- [start:gradient-profile]
 def gradient_profile(
-    init: str, order: str, *, seed: int = 0, final_norm: bool = True
+    init: str, order: str, *, seed: int = 0, final_norm: bool = True, depth: int = STACK["depth"]
 ) -> dict[str, list[float]]:
     """Per block: the gradient norm of its parameters and the RMS size of the token vectors that
     enter it, for one seeded batch through a deep stack at initialisation.
@@ -326,8 +326,9 @@ def gradient_profile(
         order: "pre" (ViT) or "post" (original Transformer), with the same modules.
         seed: seeds the weights (``seed``) and the batch, labels and head (``1000 + seed``).
         final_norm: for "pre", the last LayerNorm of Eq. 4 (``False``: exercise 2).
+        depth: how many blocks (``STACK["depth"]``; ViT-B's 12 for the shallower check).
     """
-    blocks = _stack_blocks(init, seed)
+    blocks = _stack_blocks(init, seed, depth)
     torch.manual_seed(1000 + seed)
     x = torch.randn(STACK["batch"], STACK["tokens"], STACK["dim"])  # (B, T, D)
     labels = torch.randint(0, STACK["classes"], (STACK["batch"],))
@@ -350,6 +351,9 @@ def gradient_profile(
 #: The stack experiment is repeated for seeds 0 .. NORM_SEEDS - 1 (weights and batch), none
 #: picked: one seed's ratios are not the experiment's.
 NORM_SEEDS = 10
+#: The same measurement at ViT-B's depth: does the post-norm profile keep its direction when the
+#: stack is half as deep?
+SHALLOW_DEPTH = 12
 
 
 def _spread(rec, name: str, values, fmt: str) -> None:
@@ -401,6 +405,15 @@ def pre_vs_post_norm(rec):
     rec.fact("no_final_ln_block_lo", factor.min(), "{:.1f}")
     rec.fact("no_final_ln_block_hi", factor.max(), "{:.1f}")
     rec.fact("last_stream_rms", xp["rms"][:, -1].mean(), "{:.1f}")
+    # the same stacks at ViT-B's depth, Xavier weights: which way each order's profile leans
+    rec.fact("shallow_depth", SHALLOW_DEPTH)
+    for order in ("pre", "post"):
+        g = np.array([gradient_profile("xavier", order, seed=s, depth=SHALLOW_DEPTH)["grad"]
+                      for s in range(NORM_SEEDS)])  # fmt: skip
+        trend = g[:, 0] / g[:, -1]  # first block over last: below 1, rising toward the output
+        _spread(rec, f"shallow_{order}_first_over_last", trend, "{:.2f}")
+        rec.fact(f"n_shallow_{order}_rises", int((trend < 1).sum()))
+        rec.fact(f"n_shallow_{order}_falls", int((trend > 1).sum()))
     return {f"{i}-{o}": r for (i, o), r in arr.items()}
 
 
@@ -603,6 +616,12 @@ def block_params(rec):
     rec.fact("norms_params", p["norms"])
     rec.fact("mlp_share", p["mlp"] / p["block"], "{:.1%}")
     rec.fact("attn_share", p["attn"] / p["block"], "{:.1%}")
+    # the query and key projections (two of qkv's three, with their biases): what decides
+    # where a token looks; the value and output projections carry what it reads
+    qk = 2 * p["qkv"] // 3  # qkv is Linear(D, 3D): the first two thirds are q and k
+    rec.fact("qk_params", qk, "{:,}")
+    rec.fact("qk_share", qk / p["block"], "{:.1%}")
+    rec.fact("vo_share", (p["attn"] - qk) / p["block"], "{:.1%}")
     rec.fact("norms_share", p["norms"] / p["block"], "{:.2%}")
     rec.fact("blocks_b16", cfg.depth)
     rec.fact("all_blocks_params", p["blocks"])

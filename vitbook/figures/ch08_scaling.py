@@ -17,6 +17,8 @@ Everything else (parameters, MACs, the compute estimate, rank correlations) is c
 
 from __future__ import annotations
 
+from itertools import permutations
+
 from scipy import stats
 
 from vitbook import plot
@@ -104,8 +106,21 @@ def scaling_study(rec):
     rec.fact("t6_estimate_gap_b32", gaps[0], "{:.1%}")  # 55 exaFLOPs: two digits printed
     rec.fact("t6_estimate_max_gap_others", max(gaps[1:]), "{:.2%}")
     bare = [r["estimate_bare"] / r["exaflops"] - 1 for r in rows]
-    rec.fact("t6_bare_gap_lo", -max(g for g in bare[1:] if g < 0), "{:.0%}")
+    # without the attention matmuls: short of the table on every row but ViT-B/32's
+    rec.fact("t6_bare_short_rows", sum(g < 0 for g in bare))
+    rec.fact("t6_bare_gap_lo", -max(g for g in bare if g < 0), "{:.0%}")
     rec.fact("t6_bare_gap_hi", -min(bare), "{:.0%}")
+    rec.fact("t6_bare_gap_b32", bare[0], "{:+.2%}")
+    rec.fact("t6_b32_7_bare_estimate", rows[0]["estimate_bare"], "{:.1f}")
+    # the rank correlations rest on six rows (five models, one twice): how often would a
+    # random order of the accuracies correlate as well? (exact, over all 720 orders)
+    for key, xs in (("params", [r["params"] for r in rows]),
+                    ("compute", [r["exaflops"] for r in rows])):  # fmt: skip
+        rho = stats.spearmanr(xs, top1).statistic
+        null = [stats.spearmanr(xs, perm).statistic for perm in permutations(top1)]
+        rec.fact(f"rho_{key}_p", sum(r >= rho - 1e-12 for r in null) / len(null), "{:.1%}")
+    rec.fact("rho_orders", len(null), "{:,}")
+    rec.fact("t6_models", len({r["name"] for r in rows}))
     for r in rows:
         key = f"t6_{slug(r['name'])}_{r['epochs']}"
         rec.fact(f"{key}_top1", r["top1"], "{:.2f}")
@@ -124,14 +139,7 @@ def scaling_study(rec):
     rec.fact("d2_depth_diminishing", D2_DEPTH_DIMINISHING)
     # D.2's base model, and the same with the patch halved: what "no extra parameters" costs
     # (the head count, which D.2 does not give, changes neither parameters nor MACs)
-    base = ViTConfig(
-        image_size=PRETRAIN_SIZE,
-        patch_size=D2_BASE["patch"],
-        dim=D2_BASE["dim"],
-        depth=D2_BASE["depth"],
-        heads=16,
-        mlp_ratio=D2_BASE["mlp"] / D2_BASE["dim"],
-    )
+    base = d2_base()
     half = ViTConfig(**{**base.__dict__, "patch_size": D2_BASE["patch"] // 2})
     rec.fact("d2_half_patch", D2_BASE["patch"] // 2)
     p0, p1 = param_breakdown(base)["total"], param_breakdown(half)["total"]
@@ -204,6 +212,30 @@ def draw_scaling_study(d, v):
     return fig
 
 
+def params_by_equation(cfg: ViTConfig, mlp: int | None = None) -> int:
+    """Eq. 8.1 written out: the parameters of a ViT from its patch size P, channels C, width D,
+    MLP width M, depth L, classes K and its number of patches N. ``mlp`` overrides M (``4 * D``:
+    the shorthand 12 D^2 + 13 D per block, which holds only where the MLP is four times D)."""
+    P, C, D, L, K = cfg.patch_size, cfg.in_chans, cfg.dim, cfg.depth, cfg.num_classes
+    M, N = cfg.mlp_dim if mlp is None else mlp, cfg.num_patches
+    block = 4 * D * D + 2 * D * M + M + 9 * D  # qkv 3D^2+3D, proj D^2+D, MLP 2DM+M+D, norms 4D
+    return (P * P * C + 1) * D + D + (N + 1) * D + L * block + 2 * D + (D + 1) * K
+
+
+def cfg_of(patch: int) -> ViTConfig:
+    """The UvA tutorial's ViT for CIFAR-10 with patches of ``patch`` pixels."""
+    return ViTConfig(image_size=UVA["image"], patch_size=patch, dim=UVA["dim"],
+                     depth=UVA["depth"], heads=UVA["heads"], mlp_ratio=UVA["mlp"] / UVA["dim"],
+                     num_classes=UVA["classes"])  # fmt: skip
+
+
+def d2_base() -> ViTConfig:
+    """Appendix D.2's base model (16 heads: D.2 gives none, and they change no count)."""
+    return ViTConfig(image_size=PRETRAIN_SIZE, patch_size=D2_BASE["patch"], dim=D2_BASE["dim"],
+                     depth=D2_BASE["depth"], heads=16,
+                     mlp_ratio=D2_BASE["mlp"] / D2_BASE["dim"])  # fmt: skip
+
+
 @facts(chapter=8, id="small-images")
 def small_images(rec):
     """The UvA tutorial's ViT for CIFAR-10 (32x32) at the three patch sizes it tried, counted by
@@ -221,9 +253,7 @@ def small_images(rec):
     rec.fact("uva_test_acc", UVA["test_acc"], "{:.1%}")
     rec.fact("uva_cnn_acc", UVA["cnn_acc"], "{:.0%}")
     for p in UVA["patches"]:
-        cfg = ViTConfig(image_size=UVA["image"], patch_size=p, dim=UVA["dim"], depth=UVA["depth"],
-                        heads=UVA["heads"], mlp_ratio=UVA["mlp"] / UVA["dim"],
-                        num_classes=UVA["classes"])  # fmt: skip
+        cfg = cfg_of(p)
         m = macs(cfg)
         rec.fact(f"uva_p{p}", p)
         rec.fact(f"uva_p{p}_patches", cfg.num_patches)
@@ -233,6 +263,21 @@ def small_images(rec):
         rec.fact(f"uva_p{p}_matmul_share", (m["attn_qk"] + m["attn_av"]) / m["total"], "{:.0%}")
         out[p] = {"tokens": cfg.seq_len, "macs": m["total"]}
     rec.fact("uva_p2_over_p4_macs", out[2]["macs"] / out[4]["macs"], "{:.1f}")
+    # Eq. 8.1 with the MLP width as a parameter, against the calculator, for the chapter's
+    # small models (MLP = 2D: the UvA models and appendix D.2's base); and how far the
+    # shorthand 12 D^2 + 13 D per block (MLP = 4D) overcounts them
+    small = [cfg_of(p) for p in UVA["patches"]] + [d2_base()]
+    family = [preset(n) for n in ("vit-ti/16", "vit-s/16", "vit-b/16", "vit-l/16", "vit-h/14")]
+    for cfg in small + family:  # the general form, for the family (M = 4D) and the small ones
+        assert params_by_equation(cfg) == param_breakdown(cfg)["total"]
+    for cfg in family:  # the shorthand is exact where M = 4D
+        assert params_by_equation(cfg, mlp=4 * cfg.dim) == params_by_equation(cfg)
+    over = [params_by_equation(c, mlp=4 * c.dim) / params_by_equation(c) - 1 for c in small]
+    rec.fact("small_models", len(small))
+    rec.fact("small_mlp_ratio", small[0].mlp_dim / small[0].dim, "{:g}")
+    rec.fact("overcount_4d_lo", min(over), "{:.0%}")
+    rec.fact("overcount_4d_hi", max(over), "{:.0%}")
+    rec.fact("uva_p4_params_4d", params_by_equation(cfg_of(4), mlp=4 * UVA["dim"]), "{:,}")
     b16 = preset("vit-b/16")
     rec.fact("uva_b16_head_dim", b16.head_dim)
     return out

@@ -25,6 +25,14 @@ def solutions(rec):
     rec.fact(
         "sol_ex2_attn_share_224", (base["attn_qk"] + base["attn_av"]) / base["total"], "{:.0%}"
     )
+    # exercise 3: ViT-S/16's predictions from 224 to 384 pixels, to compare a measurement with
+    s16, s16_384 = preset("vit-s/16"), preset("vit-s/16", image_size=384)
+    rec.fact("sol_ex3_s16_macs_ratio", calc.macs(s16_384)["total"] / calc.macs(s16)["total"],
+             "{:.2f}")  # fmt: skip
+    rec.fact("sol_ex3_s16_pairs_ratio", calc.token_pairs_ratio(s16, 384), "{:.2f}")
+    # exercise 4: the FLOPs figure halved is the MACs figure, both with the attention matmuls
+    b16 = calc.macs(preset("vit-b/16"))["total"]
+    rec.fact("sol_ex4_halved", 2 * b16 / 2 / 1e9, "{:.1f}")
     return {"h14": trace}
 
 

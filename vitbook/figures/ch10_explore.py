@@ -1,12 +1,14 @@
 """Chapter 10 explorer: every attention row of the small ViT pre-trained in Chapter 9
 (``vitbook.runs.pretrained_shapes_vit``) on twelve test images of the six shapes.
 
-The page receives, for each image, every layer's and head's attention matrix and the attention
-rollout through each layer (``vitbook.analysis.attention_rollout`` over the first l layers),
-all quantised to uint8 in steps of ``1 / LEVELS`` of each row's largest weight, which is
-sent too (``quantise``: an entry is off by at most half a step), plus the images, their
-labels and the model's predictions. The mean over heads is taken in the page from the
-quantised rows. Chapter 6's ``heads`` explorer shows the same data in its second tab.
+The page receives, for each image, every layer's and head's attention matrix, their mean over
+the heads and the attention rollout through each layer (``vitbook.analysis.attention_rollout``
+over the first l layers). Each row's patch columns are quantised to uint8 in steps of
+``1 / LEVELS`` of the row's largest patch weight, which is sent too, and its class-token column
+is sent exactly (``quantise``). The page draws the patch columns with a colour bar from zero to
+their largest weight, so the steps are steps of what is drawn. ``drawn_colours`` computes the
+colours the page paints, and the facts compare them with the colours of the exact weights for
+every map kind. Chapter 6's ``heads`` explorer shows the same data in its second tab.
 
 The maps travel in one file per image (the explorer data's parts, :data:`PARTS`), the images,
 labels and predictions in the main file: the first view downloads only the first image's maps,
@@ -28,49 +30,116 @@ from vitbook.explore import explorer_data, image_u8
 
 #: Test images sent to the page: the first of the pre-training test split.
 N_IMAGES = 12
-#: Quantisation: an attention weight w is sent as a uint8, about w / top * LEVELS, where top is
-#: the largest weight of its row (sent beside it as a float32). Steps of 1/255 of one (as an
-#: earlier edition sent them) were coarser than a nearly uniform row's spread: a row of about
-#: 1/64 per patch took 4 steps, and a map stretched to its own largest weight showed the rounding
-#: as a pattern. Steps of its own largest weight keep every row's rounding below a colour step
-#: of its map (``explore_rel_err``); uint16 steps of one would do that too at half again the
-#: bytes once compressed.
+#: Quantisation: an attention weight w on a patch is sent as a uint8, about w / top * LEVELS,
+#: where top is the largest weight of its row on a patch (sent beside it as a float32): the top
+#: of the colour bar the page draws the row with. The class token's own weight is not drawn (the
+#: text gives it) and is sent as a float32 of its own. An earlier edition took top over the whole
+#: row, class token included: the class-token rows of rollout, whose own weight is many times
+#: any patch's, then had steps as coarse as a tenth of their bar and drew a dozen colours where
+#: the exact weights give dozens. Steps of 1/255 of one (an edition before that) were coarser
+#: still for a nearly uniform row.
 LEVELS = 255
+#: The colour map the page draws the maps with has this many colours (``colormap_table``).
+COLOURS = 256
 #: The explorer data's parts: image k's maps go to ``attention-explorer.image-<k+1>.explorer.bin``.
 PARTS = tuple(f"image-{k + 1}" for k in range(N_IMAGES))
 #: The arrays of one image's part: its maps as ``quantise`` sends them.
-MAPS = ("attn", "attn_top", "rollout", "rollout_top")
+MAPS = ("attn", "attn_top", "attn_cls", "mean", "mean_top", "mean_cls", "rollout",
+        "rollout_top", "rollout_cls")  # fmt: skip
 
 
-def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of weights as uint8 steps of 1 / LEVELS of each row's largest weight, rounded to
-    nearest, and those largest weights as float32 (``dequantise`` undoes it). A weight is off
-    by at most half a step, ``top / (2 * LEVELS)``, and the largest weight of a row is exact to
-    float32; a row of the page sums to one within ``T`` half steps."""
+def quantise(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of weights (class token first) as the page receives them: the patch columns as
+    uint8 steps of 1 / LEVELS of the row's largest patch weight, rounded to nearest (column 0
+    holds 0), that largest patch weight as float32, and the class-token column as float32
+    (``dequantise`` undoes it). A patch weight is off by at most half a step,
+    ``top / (2 * LEVELS)``: half a step of the colour bar the page draws the row with."""
     w = np.asarray(w, dtype=np.float64)
-    top = w.max(-1).astype(np.float32)
-    q = np.round(w / top.astype(np.float64)[..., None] * LEVELS)
-    return np.clip(q, 0, LEVELS).astype(np.uint8), top
+    patches = w[..., 1:]
+    top = patches.max(-1).astype(np.float32)
+    q = np.zeros(w.shape, dtype=np.uint8)
+    steps = np.round(patches / top.astype(np.float64)[..., None] * LEVELS)
+    q[..., 1:] = np.clip(steps, 0, LEVELS).astype(np.uint8)
+    return q, top, w[..., 0].astype(np.float32)
 
 
-def dequantise(q: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """The weights the page computes from ``quantise``'s steps and row maxima, in float64."""
-    return q.astype(np.float64) * (top.astype(np.float64)[..., None] / LEVELS)
+def dequantise(q: np.ndarray, top: np.ndarray, cls: np.ndarray) -> np.ndarray:
+    """The weights the page computes from ``quantise``'s steps, patch maxima and class-token
+    weights, in float64."""
+    out = q.astype(np.float64) * (top.astype(np.float64)[..., None] / LEVELS)
+    out[..., 0] = cls
+    return out
+
+
+def drawn_colours(rows: np.ndarray) -> np.ndarray:
+    """The colour (an index into the ``COLOURS`` of the map) the page paints each patch of each
+    row with: its weight over the row's largest patch weight, the top of the row's colour bar,
+    rounded to the nearest colour (``cmapColor`` in docs/javascripts/explorers/kit.js)."""
+    patches = np.asarray(rows, dtype=np.float64)[..., 1:]
+    hi = patches.max(-1, keepdims=True)
+    t = np.divide(patches, hi, out=np.zeros_like(patches), where=hi > 0)
+    return np.clip(np.round(t * (COLOURS - 1)), 0, COLOURS - 1).astype(int)
+
+
+def map_kinds(attn: np.ndarray, rollout: np.ndarray, mean=None) -> dict[str, np.ndarray]:
+    """Every map the page can draw, by kind, as rows of weights: one head (..., L, H, T, T),
+    the mean over heads (..., L, T, T; ``attn``'s unless given), rollout (..., L, T, T); each
+    of them for a patch query and for the class token's query (row 0)."""
+    kinds = {"head": attn, "mean": attn.mean(-3) if mean is None else mean, "rollout": rollout}
+    out = {}
+    for name, rows in kinds.items():
+        out[f"{name}, patch query"] = rows[..., 1:, :]
+        out[f"{name}, class-token query"] = rows[..., :1, :]
+    return out
+
+
+def colour_errors(exact: dict[str, np.ndarray], sent: dict[str, np.ndarray]) -> dict:
+    """Per map kind: the largest |drawn - exact| patch weight over the exact map's colour-bar
+    top, the largest number of colours a patch is drawn away from its exact weight's colour,
+    and the maps (rows) with any patch more than one colour away."""
+    out = {}
+    for kind, rows in exact.items():
+        back = sent[kind]
+        top = rows[..., 1:].max(-1)
+        rel = (np.abs(back[..., 1:] - rows[..., 1:]).max(-1) / top).max()
+        off = np.abs(drawn_colours(back) - drawn_colours(rows)).max(-1)
+        out[kind] = {"rel": float(rel), "colours": int(off.max()), "maps": int(off.size),
+                     "maps_off": int((off > 1).sum())}  # fmt: skip
+    return out
 
 
 def sent_maps(data: ExplorerData) -> dict[str, np.ndarray]:
     """The maps of every image as the page receives them, read from the explorer data's parts
     (``vitbook.engine.explorer.read``) and stacked in the order of the images: ``attn``
     (n, L, H, T, T) and ``rollout`` (n, L, T, T) as uint8 steps, ``attn_top`` and
-    ``rollout_top`` their rows' largest weights."""
+    ``rollout_top`` their rows' largest patch weights, ``attn_cls`` and ``rollout_cls`` their
+    class-token weights."""
     parts = [data.parts[name].arrays for name in data.meta["maps"]]
     return {name: np.stack([p[name] for p in parts]) for name in MAPS}
 
 
 def relative_error(w: np.ndarray) -> float:
-    """The largest |sent - exact| weight of ``quantise(w)``, over its row's largest weight."""
+    """The largest |sent - exact| patch weight of ``quantise(w)``, over its row's largest patch
+    weight (the top of the colour bar)."""
+    w = np.asarray(w, dtype=np.float64)
     back = dequantise(*quantise(w))
-    return float((np.abs(back - w).max(-1) / np.asarray(w).max(-1)).max())
+    return float((np.abs(back - w)[..., 1:].max(-1) / w[..., 1:].max(-1)).max())
+
+
+def sent_kinds(d: dict) -> tuple[dict, dict]:
+    """Every map kind as the model computes it and as the page draws it from the sent data
+    (the mean over heads is sent as a map of its own: its colour bar tops at its own largest
+    patch weight, which the heads' steps do not divide)."""
+    exact = map_kinds(d["attn"], d["rollout"])
+    back = {k: dequantise(*quantise(exact_rows(d, k))) for k in ("attn", "mean", "rollout")}
+    sent = map_kinds(back["attn"], back["rollout"], mean=back["mean"])
+    return exact, sent
+
+
+def exact_rows(d: dict, name: str) -> np.ndarray:
+    """The rows the page receives quantised: "attn" (..., L, H, T, T), "mean" over the heads
+    (..., L, T, T) and "rollout" (..., L, T, T)."""
+    return d["attn"].mean(-3) if name == "mean" else d[name]
 
 
 @torch.no_grad()
@@ -106,11 +175,15 @@ def attention_explorer(rec):
     rec.fact("explore_images", N_IMAGES)
     rec.fact("explore_correct", correct, tol=2)
     rec.fact("explore_levels", LEVELS)
-    # the largest rounding error relative to its own row's largest weight (the top of that
-    # row's colour bar): below 1/256, a colour map's step, so rounding draws no pattern
-    rel = max(relative_error(d[k]) for k in ("attn", "rollout"))
-    rec.fact("explore_rel_err", rel, "{:.2%}", tol=0.5)
-    rec.fact("explore_colour_step", 1 / 256, "{:.2%}")
+    # what the page draws against what the exact weights would draw, for every map kind: the
+    # largest error over the map's colour-bar top, and how many colours a patch moves
+    errors = colour_errors(*sent_kinds(d))
+    rec.fact("explore_rel_err", max(e["rel"] for e in errors.values()), "{:.2%}", tol=0.5)
+    rec.fact("explore_colour_step", 1 / COLOURS, "{:.2%}")
+    rec.fact("explore_colours_off", max(e["colours"] for e in errors.values()))
+    rec.fact("explore_maps", sum(e["maps"] for e in errors.values()), "{:,}")
+    rec.fact("explore_maps_off", sum(e["maps_off"] for e in errors.values()), "{:,}")
+    rec.fact("explore_kinds", len(errors))
     return d
 
 
@@ -147,9 +220,10 @@ def _(d, v):
 
 
 def _image_maps(d: dict, k: int) -> ExplorerData:
-    """Image k's part: its attention and rollout, quantised, with their rows' largest weights."""
-    attn, rollout = quantise(d["attn"][k]), quantise(d["rollout"][k])
-    return ExplorerData({}, dict(zip(MAPS, (*attn, *rollout), strict=True)))
+    """Image k's part: its attention and rollout, quantised, with their rows' largest patch
+    weights and their class-token weights."""
+    sent = [quantise(exact_rows(d, name)[k]) for name in ("attn", "mean", "rollout")]
+    return ExplorerData({}, dict(zip(MAPS, [a for q in sent for a in q], strict=True)))
 
 
 @attention_explorer.export(parts=PARTS)
@@ -175,4 +249,11 @@ def _(d):
     )
 
 
-__all__ = ["attention_explorer", "explorer_attention", "quantise", "sent_maps"]
+__all__ = [
+    "attention_explorer",
+    "colour_errors",
+    "drawn_colours",
+    "explorer_attention",
+    "quantise",
+    "sent_maps",
+]

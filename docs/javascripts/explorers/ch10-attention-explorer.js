@@ -2,10 +2,12 @@
 // twelve test images. The main data file (vitbook/figures/ch10_explore.py) holds the images,
 // their labels and the model's predictions; each image's maps are a part of the data, a file of
 // their own (meta.maps[k] names image k's), loaded when the reader picks the image (core.js,
-// loadPart): its attention (L, H, T, T) and the rollout through each layer (L, T, T) as uint8
-// steps of 1 / meta.levels of each row's largest weight, which comes beside them (attn_top,
-// rollout_top); the mean over heads is taken here from those rows. Chapter 6's heads explorer
-// mounts the same view in its second tab (mountView with grid: true).
+// loadPart): its attention (L, H, T, T), their mean over the heads (L, T, T) and the rollout
+// through each layer (L, T, T). Each row's patch columns come as uint8 steps of 1 / meta.levels
+// of the row's largest patch weight, the top of the colour bar the map is drawn with, which
+// comes beside them (attn_top, mean_top, rollout_top), and its class-token weight as a float
+// of its own (attn_cls, mean_cls, rollout_cls). Chapter 6's heads explorer mounts the same view
+// in its second tab (mountView with grid: true).
 import { h, cmapColor, palette, fitCanvas, timed } from "./kit.js";
 import { loadPart } from "./core.js";
 
@@ -13,30 +15,21 @@ import { loadPart } from "./core.js";
  *  Float64Array(T) of weights. */
 export function attentionRows(maps, levels) {
   const [, H, T] = maps.arrays.attn.shape; // (L, H, T, T)
-  const A = maps.arrays.attn.data;
-  const R = maps.arrays.rollout.data;
-  const topA = maps.arrays.attn_top.data; // (L, H, T): each row's largest weight
-  const topR = maps.arrays.rollout_top.data; // (L, T)
+  const a = maps.arrays;
+  // one kind's row r (its index over the leading axes): the class token's weight, then the
+  // patch columns in steps of the row's largest patch weight
+  const read = (q, top, cls, r) => {
+    const out = new Float64Array(T);
+    const step = top.data[r] / levels;
+    out[0] = cls.data[r];
+    for (let j = 1; j < T; j++) out[j] = q.data[r * T + j] * step;
+    return out;
+  };
   return {
     row(layer, mode, head, q) {
-      const out = new Float64Array(T);
-      if (mode === "rollout") {
-        const r = layer * T + q;
-        const step = topR[r] / levels;
-        for (let j = 0; j < T; j++) out[j] = R[r * T + j] * step;
-      } else if (mode === "mean") {
-        for (let hd = 0; hd < H; hd++) {
-          const r = (layer * H + hd) * T + q;
-          const step = topA[r] / levels;
-          for (let j = 0; j < T; j++) out[j] += A[r * T + j] * step;
-        }
-        for (let j = 0; j < T; j++) out[j] /= H;
-      } else {
-        const r = (layer * H + head) * T + q;
-        const step = topA[r] / levels;
-        for (let j = 0; j < T; j++) out[j] = A[r * T + j] * step;
-      }
-      return out;
+      if (mode === "rollout") return read(a.rollout, a.rollout_top, a.rollout_cls, layer * T + q);
+      if (mode === "mean") return read(a.mean, a.mean_top, a.mean_cls, layer * T + q);
+      return read(a.attn, a.attn_top, a.attn_cls, (layer * H + head) * T + q);
     },
   };
 }
@@ -166,8 +159,9 @@ export function mountView(parent, data, ctx, { grid = false } = {}) {
     g.fillText(label, x + w / 2, y + 10);
   }
   // each map's colours run from zero to its largest weight over the patches: a row that is
-  // nearly uniform looks nearly uniform (the weights come in steps of 1 / meta.levels of the
-  // row's largest weight, finer than a colour step)
+  // nearly uniform looks nearly uniform (the patch weights come in steps of 1 / meta.levels of
+  // that largest weight, half a colour step at most off, which vitbook/figures/ch10_explore.py
+  // checks for every map kind)
   const rangeOf = (row) => {
     let hi = 0;
     for (let j = 1; j < T; j++) hi = Math.max(hi, row[j]);
