@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vitbook.figures.ch09_lrsense import BAND, MODELS, RATES, SEEDS, band, width
+from vitbook.figures.ch09_lrsense import BAND, MODELS, RATES, SEEDS, band, seeds_at, width
 
 FACTS = Path(__file__).resolve().parents[1] / "figures" / "facts.json"
 
@@ -30,6 +30,9 @@ def test_the_sweep_spans_decades_with_five_seeds_each():
     assert math.log10(RATES[-1] / RATES[0]) >= 3.9
     assert len(RATES) >= 5 and SEEDS == tuple(range(5))
     assert fact("sense_seeds") == 5 and fact("sense_n_rates") == len(RATES)
+    # the largest rate, where a run can fail, has ten seeds, 0 to 9
+    assert seeds_at(RATES[-1]) == tuple(range(10)) and seeds_at(RATES[0]) == SEEDS
+    assert fact(f"sense_vit_{len(RATES) - 1}_seeds") == 10
 
 
 def test_both_models_reach_a_plateau_at_their_best_rate():

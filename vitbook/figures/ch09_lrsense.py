@@ -13,6 +13,7 @@ from vitbook.engine import figure
 from vitbook.experiments import lrsense, stats
 
 SEEDS = stats.seeds(5)
+SEEDS10 = stats.seeds(10)  # at the largest rate, where a run can fail
 #: the rates of the sweep (a subset of lrsense.SENSE_RATES): a decade apart
 RATES = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 MODELS = {"vit": "ViT from scratch", "cnn": "small CNN"}
@@ -23,6 +24,17 @@ BAND = (0.02, 0.05)
 CLASSES = 10  # the ten digits
 FAIL_BELOW = 2 / CLASSES  # a run that ends below twice chance, or diverges, has failed
 SHORT_STEPS = 50  # Run 4's first validation checkpoint: what a short sweep sees
+
+
+def seeds_at(lr: float) -> tuple[int, ...]:
+    """The seeds of one rate: ten at the largest, where a run can fail; five elsewhere."""
+    return SEEDS10 if lr == RATES[-1] else SEEDS
+
+
+def _padded(curve: list[float], n: int) -> list[float]:
+    """A validation curve held at its last value to ``n`` points (a run that diverged
+    stopped early; its weights, and so its accuracy, stay where they were)."""
+    return list(curve) + [curve[-1]] * (n - len(curve))
 
 
 def band(means: dict[float, float], points: float) -> list[float]:
@@ -49,11 +61,12 @@ def lr_sense(rec):
     """The ViT from scratch and the small CNN on the digits at five constant Adam rates, five
     seeds each: the last validation accuracy against the rate, every rate's validation curve,
     and the width of each model's band of good rates at every budget."""
-    r = {m: {lr: [runs.sense_run(model=m, lr=lr, seed=s) for s in SEEDS] for lr in RATES}
+    r = {m: {lr: [runs.sense_run(model=m, lr=lr, seed=s) for s in seeds_at(lr)] for lr in RATES}
          for m in MODELS}  # fmt: skip
     first = r["vit"][RATES[0]][0]
     steps = first["val_steps"]
     rec.fact("sense_seeds", len(SEEDS))
+    rec.fact("sense_seeds_top", len(SEEDS10))
     rec.fact("sense_steps", steps[-1])
     rec.fact("sense_every", lrsense.SENSE_EVERY)
     rec.fact("sense_n_rates", len(RATES))
@@ -72,19 +85,30 @@ def lr_sense(rec):
         rec.fact(f"sense_{m}_params", r[m][RATES[0]][0]["params"], "{:,}")
     curves, final, widths, bands = {}, {}, {}, {}
     for m in MODELS:
-        curves[m] = {lr: np.array([x["val_acc"] for x in r[m][lr]]) for lr in RATES}
+        curves[m] = {lr: np.array([_padded(x["val_acc"], len(steps)) for x in r[m][lr]])
+                     for lr in RATES}  # (seeds, budgets)  # fmt: skip
         final[m] = {lr: curves[m][lr][:, -1] for lr in RATES}
         fails = 0
         for i, lr in enumerate(RATES):
             stats.record(rec, f"sense_{m}_{i}", final[m][lr])
             bad = sum(x["diverged"] or x["val_acc"][-1] < FAIL_BELOW for x in r[m][lr])
             rec.fact(f"sense_{m}_{i}_failed", bad, tol=1)
+            rec.fact(f"sense_{m}_{i}_seeds", len(r[m][lr]))
             fails += bad
         rec.fact(f"sense_{m}_failed", fails, tol=1)
+        # the largest rate, where the runs can fail, and the budget's last stretch at the best
+        top = final[m][RATES[-1]]
+        stats.record(rec, f"sense_{m}_top", top)
+        rec.fact(f"sense_{m}_top_failed", sum(x["diverged"] or x["val_acc"][-1] < FAIL_BELOW
+                                              for x in r[m][RATES[-1]]), tol=1)  # fmt: skip
         means = {lr: float(final[m][lr].mean()) for lr in RATES}
         best = max(means, key=means.get)
         rec.fact(f"sense_{m}_best", f"{best:g}")
         stats.record(rec, f"sense_{m}_best_test", [x["final"] for x in r[m][best]])
+        # the best rate's gain over the last fifth of the budget, in points (mean of seeds)
+        c = curves[m][best].mean(0)
+        k = len(steps) - len(steps) // 5 - 1
+        rec.fact(f"sense_{m}_best_tail", 100 * float(c[-1] - c[k]), "{:.1f}", tol=1.0)
         for points in BAND:
             tag = f"{round(100 * points)}"
             b = band(means, points)
@@ -93,7 +117,7 @@ def lr_sense(rec):
             # the same band for each seed on its own: its best rate, and the rates within
             # ``points`` of it
             per = [width(band({lr: float(final[m][lr][s]) for lr in RATES}, points))
-                   for s in range(len(SEEDS))]  # fmt: skip
+                   for s in SEEDS]  # fmt: skip
             rec.fact(f"sense_{m}_band{tag}_seed_lo", min(per), "{:.0f}", tol=1)
             rec.fact(f"sense_{m}_band{tag}_seed_hi", max(per), "{:.0f}", tol=1)
             widths.setdefault(m, {})[points] = per
@@ -131,11 +155,13 @@ def draw_lr_sense(d, v):
     fig, axes = plot.subplots(v, 2, 2, phone_cols=1)
     (a1, a4), (a2, a3) = axes
     for j, (m, name) in enumerate(MODELS.items()):
-        per = 100 * np.array([d["final"][m][lr] for lr in RATES])  # (rates, seeds)
-        x = np.array(RATES) * 1.15 ** (j - 0.5)
-        for i in range(per.shape[1]):
-            a1.plot(x, per[:, i], "o", color=c[COLOURS[m]], ms=3.5, mfc="none", alpha=0.8)
-        a1.plot(x, per.mean(1), color=c[COLOURS[m]], lw=2, label=name)
+        shift = 1.15 ** (j - 0.5)
+        for lr in RATES:
+            acc = 100 * np.asarray(d["final"][m][lr])
+            a1.plot(np.full(len(acc), lr * shift), acc, "o", color=c[COLOURS[m]], ms=3.5,
+                    mfc="none", alpha=0.8)  # fmt: skip
+        means = [100 * np.mean(d["final"][m][lr]) for lr in RATES]
+        a1.plot(np.array(RATES) * shift, means, color=c[COLOURS[m]], lw=2, label=name)
     _log_x(a1, RATES)
     a1.legend(loc="lower center", fontsize=7)
     a1.set(xlabel="Adam learning rate (constant; log)", ylabel="validation accuracy (%)",
