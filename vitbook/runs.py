@@ -27,6 +27,7 @@ from vitbook.experiments import (
     leak,
     longrange,
     longrange_readout,
+    lrsense,
     lrsweep,
     pretrain,
     transfer,
@@ -63,3 +64,6 @@ def _pres():
 
 # Run 4's smallest set fine-tuned from each pre-training seed (Chapter 9)
 transfer_from = cached(transfer_pre.transfer_from, given={"pres": _pres})
+
+# the learning-rate sensitivity of a ViT from scratch and a CNN on the digits (Chapter 9)
+sense_run = cached(lrsense.sense_run)
