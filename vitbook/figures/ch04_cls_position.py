@@ -19,6 +19,7 @@ from vitbook.data.face import face, face_tensor
 from vitbook.engine import facts, figure
 from vitbook.model import VisionTransformer, load_pretrained, preset
 from vitbook.patches import patchify, unpatchify
+from vitbook.quoted import quote
 
 IMAGE = 224
 GRID = 14  # ViT-B/16 and ViT-Ti/16 at 224 pixels: a 14 x 14 grid of patches
@@ -455,7 +456,7 @@ def paper_pos_ablation(rec):
     5-shot linear accuracy, embeddings added once at the input ("default/stem")."""
     table8 = {"none": 0.61382, "1d": 0.64206, "2d": 0.64001, "relative": 0.64032}
     for name, acc in table8.items():
-        rec.fact(f"t8_{name}", acc, "{:.2%}")
+        quote(rec, f"t8_{name}", acc, "{:.2%}")
     # differences of accuracies, in percentage points
     rec.fact("t8_gain_1d_over_none", 100 * (table8["1d"] - table8["none"]), "{:.1f}")
     spread = max(table8[k] for k in ("1d", "2d", "relative")) - min(
@@ -473,11 +474,11 @@ def init_sources(rec):
     from scipy.special import log_ndtr, ndtr
 
     std = 0.02  # the position table's standard deviation in JAX, torchvision and timm
-    rec.fact("init_std", std, "{:g}")
-    rec.fact("init_cls_std", 1e-6, text="1e-6")
+    quote(rec, "init_std", std, "{:g}")
+    quote(rec, "init_cls_std", 1e-6, text="1e-6")
     # timm's trunc_normal_(std=.02) keeps its default bounds a, b = -2, 2, in absolute units:
     # 100 standard deviations out, where no draw ever lands
-    rec.fact("trunc_bound", 2.0, "{:g}")
+    quote(rec, "trunc_bound", 2.0, "{:g}")
     rec.fact("trunc_sigmas", 2.0 / std, "{:.0f}")
     tail = (math.log(2) + float(log_ndtr(-2.0 / std))) / math.log(10)  # log10 P(|z| > 100)
     rec.fact("trunc_tail_log10", tail, "{:.0f}")
