@@ -71,6 +71,9 @@ QUOTED: dict[str, dict[str, Q]] = {
         "t2_bit_l_days": Q(9.9, 'Table 2', "dosovitskiy2021"),
         "t2_noisy_student": Q(88.4, 'Table 2', "dosovitskiy2021"),
         "t2_noisy_student_days": Q(12.3, 'Table 2', "dosovitskiy2021"),
+        "t2_noisy_student_fixres": Q(
+            88.5, "Table 2 (its footnote: the result Touvron et al. 2020 report)",
+            "dosovitskiy2021"),
         # section 4.1, dosovitskiy2021
         "in1k_images": Q('1.3 million', 'section 4.1', "dosovitskiy2021"),
         "in21k_images": Q('14 million', 'section 4.1', "dosovitskiy2021"),

@@ -24,6 +24,9 @@ from vitbook.train import SmallCNN
 
 RF_SIZE = 129  # input side for the gradient probes; the probed unit sits at the centre
 RF_DEPTHS = 64  # plain 3x3 stacks of 1..64 layers
+RF_EXAMPLE_D = 16  # the distance the text and quiz 2 relate two pixels over
+RF_SHOWN = (1, 4, 16)  # the plain stacks the figure shows
+RF_CROP = 49  # the side of the crops it shows, centred on the probed unit
 
 
 # --8<-- [start:footprint]
@@ -76,16 +79,19 @@ def receptive_field(rec):
     # layers of 3x3 convolutions before one unit sees two pixels d apart: 2k + 1 >= d + 1
     distances = np.arange(1, RF_SIZE)
     layers = np.array([next(k + 1 for k, w in enumerate(widths) if w >= d + 1) for d in distances])
-    rec.fact("layers_for_d16", int(layers[15]))
+    rec.fact("rf_example_d", RF_EXAMPLE_D)
+    rec.fact("rf_example_span", RF_EXAMPLE_D + 1)  # the width the field must reach: d + 1 pixels
+    rec.fact("layers_for_d16", int(layers[RF_EXAMPLE_D - 1]))
     rec.fact("layers_for_d112", int(layers[111]))
     rec.fact("layers_for_d223", (223 + 1) // 2)  # the closed form, checked above up to d = 128
+    rec.fact("rf_shown", ", ".join(map(str, RF_SHOWN[:-1])) + f" and {RF_SHOWN[-1]}")
+    rec.fact("rf_crop", RF_CROP)
+    h = RF_CROP // 2
     c = RF_SIZE // 2
-    crop = slice(c - 24, c + 25)
-    shown = {k: maps[k - 1][crop, crop] for k in (1, 4, 16)}
-    off = (RF_SIZE - 1 - cnn_map.shape[0]) // 2
+    crop = slice(c - h, c + h + 1)
+    shown = {k: maps[k - 1][crop, crop] for k in RF_SHOWN}
     cc = cnn_map.shape[0] // 2
-    shown["cnn"] = cnn_map[cc - 24 : cc + 25, cc - 24 : cc + 25]
-    del off
+    shown["cnn"] = cnn_map[cc - h : cc + h + 1, cc - h : cc + h + 1]
     return {"shown": shown, "widths": widths, "d": distances, "layers": layers, "cnn_rf": cnn_width}
 
 
@@ -99,8 +105,9 @@ def _(data, v):
         if phone
         else fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
     )
-    titles = {1: "1 layer", 4: "4 layers", 16: "16 layers", "cnn": "SmallCNN unit"}
-    for i, key in enumerate((1, 4, 16, "cnn")):
+    titles = {k: f"{k} layer{'' if k == 1 else 's'}" for k in data["shown"] if k != "cnn"}
+    titles["cnn"] = "SmallCNN unit"
+    for i, key in enumerate(titles):
         ax = fig.add_subplot(grid[i // 2, i % 2])
         m = data["shown"][key]
         ax.imshow(
@@ -586,6 +593,7 @@ def paper_data(rec):
     for name, (acc, days) in table2.items():
         quote(rec, f"t2_{name}", acc, "{:.2f}%" if name != "noisy_student" else "{:.1f}%")
         quote(rec, f"t2_{name}_days", days, "{:g}k")
+    quote(rec, "t2_noisy_student_fixres", 88.5, "{:.1f}%")  # Table 2's starred 88.5
     rec.fact("t2_bit_over_h14_days", 9.9 / 2.5, "{:.1f}")  # computed from the table
     # ViT paper, section 4.4 / Fig. 5: compute to reach the same transfer accuracy.
     quote(rec, "fig5_saving", "2-4", text="2–4")
