@@ -85,9 +85,11 @@
       if (f.tol) text += `; another CPU may move it by up to ${f.tol}`;
       span("vb-card-row", el).textContent = `${text}.`;
     }
-    let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
-    if (f.tc) cpu += `; its runs were trained on ${f.tc}`;
-    span("vb-card-row", el).textContent = `${cpu}.`;
+    if (f.k !== "quoted") {  // a quoted number was not computed on any CPU
+      let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
+      if (f.tc) cpu += `; its runs were trained on ${f.tc}`;
+      span("vb-card-row", el).textContent = `${cpu}.`;
+    }
     link(num.getAttribute("href"), "Its entry in the Numbers appendix", span("vb-card-row", el));
     return el;
   };

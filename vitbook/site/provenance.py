@@ -446,7 +446,8 @@ def appendix_html(
                 bits.append(tol)
             elif e.tol is not None:
                 bits.append(ROUNDING_TEXT.format(bound_text(e.tol)))
-            bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
+            if e.kind != "quoted":  # a quoted number was not computed on any CPU
+                bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
             if e.trained_on:
                 bits.append(f"runs trained on: {esc(', '.join(e.trained_on))}")
             if e.pages:
