@@ -178,13 +178,13 @@ print("milestone 2 passed: z0", tuple(z0.shape))
 # $$ z'_\ell = \mathrm{MSA}(\mathrm{LN}(z_{\ell-1})) + z_{\ell-1}, \qquad
 #    z_\ell = \mathrm{MLP}(\mathrm{LN}(z'_\ell)) + z'_\ell, $$
 #
-# with multi-head attention $\mathrm{softmax}(Q K^\top / \sqrt{d_h})\, V$ in each of $h = 2$
-# heads of $d_h = D / h = 16$ dimensions, and the head (Eq. 4) reading the class token after
+# with multi-head attention $\mathrm{softmax}(Q K^\top / \sqrt{D_h})\, V$ in each of $k = 2$
+# heads of $D_h = D / k = 16$ dimensions (the book's notation: $D_h$ is the head width), and the head (Eq. 4) reading the class token after
 # a final LayerNorm. The module names are the ones timm uses, so that at the end of the lab
 # your weights load straight into the book's model.
 #
 # **Predict the shape first.** For $z_0$ of shape $(4, 5, 32)$: the output of `qkv`, the
-# queries of one batch in the shape $(B, h, N+1, d_h)$, the attention weights, and the
+# queries of one batch in the shape $(B, k, N+1, D_h)$, the attention weights, and the
 # logits.
 #
 # **Predict the count first.** Work out the number of trainable parameters on paper: the
@@ -206,7 +206,7 @@ class Attention(nn.Module):
         B, T, D = x.shape
         qkv = self.qkv(x).reshape(B, T, 3, self.heads, self.dh).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, heads, T, dh)
-        weights = (q @ k.transpose(-2, -1) / math.sqrt(self.dh)).softmax(dim=-1)  # (B, h, T, T)
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(self.dh)).softmax(dim=-1)  # (B, heads, T, T)
         out = (weights @ v).transpose(1, 2).reshape(B, T, D)  # heads side by side again
         return self.proj(out), weights
 
@@ -279,8 +279,9 @@ print(f"milestone 3 passed: {n_params:,} parameters, as counted on paper")
 # ## Milestone 4: train it past 95%
 #
 # The recipe of the lesson this book grew from: Adam with learning rate $3 \times 10^{-4}$,
-# the whole training set as one batch, a few hundred passes, cross-entropy loss. The training
-# set is small (80% of the digits, 64 pixels each), so one step takes a few milliseconds.
+# the whole training set as one batch, cross-entropy loss, and 150 passes over it. This lab
+# runs twice as many, `EPOCHS = 300`. The training set is small (80% of the digits, 64 pixels
+# each), so one step takes a few milliseconds.
 #
 # **Predict first.** Before running: what is the shape of the logits for the whole test set,
 # and of the predicted labels? What is the loss of an untrained ten-class model (hint:

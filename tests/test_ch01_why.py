@@ -119,6 +119,25 @@ def test_paper_table2_and_deit_facts():
     assert f["t2_h14_jft"] > f["t2_bit_l"] and f["t2_bit_over_h14_days"] == pytest.approx(3.96)
     # DeiT at 224 beats ViT-B/16 on ImageNet-1k fine-tuned at 384, same 300 epochs
     assert f["deit_b"] > f["t5_in1k_b16"] and f["deit_res"] < f["finetune_res"]
+    # Table 2's "88.4/88.5*": 88.4 carries the core-days, the starred 88.5 is FixRes's
+    assert (f["t2_noisy_student"], f["t2_noisy_student_fixres"]) == (88.4, 88.5)
+    q = {k: v.get("quoted", "") for k, v in rec.facts.items()}
+    assert q["t2_noisy_student_fixres"].startswith("Table 2 (its footnote")
+    assert q["t2_noisy_student"] == "Table 2, Dosovitskiy et al. 2021"
+    assert q["t2_bit_over_h14_days"] == ""  # computed from two quoted numbers: not quoted
+
+
+def test_receptive_field_example_is_read_from_the_measured_widths():
+    """The distance the text and quiz 2 use, the width it needs and the layers that give it."""
+    from vitbook.figures.ch01_why import receptive_field
+
+    rec = Recorder(1)
+    receptive_field(rec)
+    f = {k: v["value"] for k, v in rec.facts.items()}
+    d = f["rf_example_d"]
+    assert f["rf_example_span"] == d + 1
+    assert 2 * f["layers_for_d16"] + 1 >= d + 1 > 2 * (f["layers_for_d16"] - 1) + 1
+    assert f["rf_shown"] == "1, 4 and 16" and f["rf_crop"] % 2 == 1
 
 
 def test_self_supervision_facts():
@@ -218,3 +237,20 @@ def test_fisher_p_two_sided():
     assert fisher_p(3, 3, 0, 3) == pytest.approx(0.1)  # 2 of the 20 tables, each 1/20
     assert fisher_p(10, 10, 0, 10) == pytest.approx(2 / 184756)  # C(20, 10) tables
     assert fisher_p(8, 10, 1, 6) == pytest.approx(0.034965, abs=1e-5)  # scipy's value
+
+
+def test_exercise_2_narrow_strip_prediction_holds_over_the_seeds():
+    """Exercise 2's worked solution predicts that the narrow strip helps the CNN and leaves the
+    ViT where it was; the frozen runs (10 seeds each, plateau budget) must bear that out."""
+    import json
+    from pathlib import Path
+
+    facts = json.loads((Path(__file__).resolve().parents[1] / "figures" / "facts.json")
+                       .read_text(encoding="utf-8"))["ch01"]  # fmt: skip
+    f = {k: v["value"] for k, v in facts.items()}
+    assert f["sol_ex2_seeds"] == f["seeds"] >= 5
+    assert f["sol_ex2_cnn_narrow_vs_wide"] == "higher"
+    assert f["sol_ex2_vit_narrow_vs_wide"] != "lower"
+    acc = [f[f"sol_ex2_vit_narrow_acc{s}"] for s in ("_lo", "", "_hi")]
+    assert acc == sorted(acc)
+    assert 0 <= f["sol_ex2_vit_narrow_failed"] <= f["sol_ex2_seeds"]

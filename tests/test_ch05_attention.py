@@ -58,6 +58,16 @@ def test_worked_example_facts() -> None:
     assert (f["out_1"], f["out_2"]) == ("6.601", "3.399")
     assert (f["unscaled_weight_2"], f["unscaled_weight_3"]) == ("0.0900", "0.2447")
     assert f["ratio_w1_w3"] == f"{math.exp(0.5):.3f}"
+    # the softmax step by step: exponentials of the scaled scores, their sum, and the weights
+    v = {k: x["value"] for k, x in rec.facts.items()}
+    for tag, scores in (("", "scaled"), ("unscaled_", "score")):
+        exps = [math.exp(v[f"{scores}_{j}"]) for j in (1, 2, 3)]
+        assert [v[f"{tag}exp_{j}"] for j in (1, 2, 3)] == pytest.approx(exps, abs=1e-12)
+        assert v[f"{tag}exp_sum"] == pytest.approx(sum(exps), abs=1e-12)
+        for j in (1, 2, 3):
+            w = v[f"{'unscaled_' if tag else ''}weight_{j}"]
+            assert w == pytest.approx(exps[j - 1] / sum(exps), abs=1e-12)
+    assert (f["exp_1"], f["exp_3"], f["exp_sum"]) == ("2.718", "1.649", "5.367")
     assert f["unscaled_ratio_w1_w3"] == f"{math.e:.3f}"
 
 
@@ -180,6 +190,24 @@ def test_why_scale_collapse_is_read_from_the_data() -> None:
     assert f["flat_s_max"] == 0.0
     assert f["qgrad_u_over_s_64"] > 3  # what reaches the query is larger unscaled at 64
     assert f["qgrad_u_max_p90"] / f["qgrad_u_max_p10"] > 1e4 > 2 > f["qgrad_s_spread"]
+    # the number of keys: 64 (the figure) against ViT-B/16's 197 tokens, as the text says
+    assert (f["k64_n_keys"], f["k197_n_keys"]) == (64, 197)
+    # unscaled gradients do not vanish on average: larger than the scaled at Dh = 64 on
+    # every seed, for both lengths, and more so with more keys
+    assert 1 < f["k64_qgrad_u_over_s_64_lo"] and 1 < f["k197_qgrad_u_over_s_64_lo"]
+    assert f["k197_qgrad_u_over_s_64"] > f["k64_qgrad_u_over_s_64"]
+    assert f["k197_qgrad_u_over_s_max"] > f["k64_qgrad_u_over_s_max"]
+    # at the largest head the typical ratio crosses 1 between seeds (the text's "depends on
+    # the draws"), and with 197 keys the unscaled one is the larger in the median
+    assert f["k64_qgrad_u_over_s_max_lo"] < 1 < f["k64_qgrad_u_over_s_max_hi"]
+    assert f["k197_qgrad_u_over_s_max"] > 1 > f["k64_qgrad_u_over_s_max"]
+    assert f["k197_qgrad_u_over_s_max_lo"] < 1 < f["k197_qgrad_u_over_s_max_hi"]
+    # the softmax's own gradient collapses later with more keys
+    assert f["k64_collapse_lo"] == f["grad_collapse_lo"] and f["k64_collapse_hi"] == 256
+    assert f["k197_collapse_lo"] > f["k64_collapse_lo"]
+    # and the spread is the point at both lengths
+    for tag in ("k64", "k197"):
+        assert f[f"{tag}_qgrad_u_max_orders"] >= 4 and f[f"{tag}_qgrad_s_spread"] < 3
 
 
 def test_float16_limit_is_the_largest_surviving_exponent() -> None:

@@ -77,7 +77,7 @@ def test_every_fact_has_its_function_with_lines_that_are_that_function():
         body = "\n".join(lines[a - 1 : b])
         assert re.search(rf"^def {e.function}\(", body, re.M), (e.name, e.file, e.lines)
         assert body.lstrip().startswith("@"), e.name  # from its registering decorator
-        assert e.kind in ("computed", "trained", "measured")
+        assert e.kind in ("computed", "trained", "measured", "quoted")
         url = provenance.source_url("https://github.com/o/b", "abc", e)
         assert url == f"https://github.com/o/b/blob/abc/{e.file}#L{a}-L{b}"
     measured = [e for e in entries.values() if e.kind == "measured"]
@@ -221,7 +221,7 @@ def test_every_number_of_a_chapter_links_to_its_numbers_entry(src):
     assert set(data["facts"]) == linked
     for name, card in data["facts"].items():
         assert card["f"] and card["p"].startswith("vitbook/figures/") and len(card["l"]) == 2, name
-        assert card["k"] in ("computed", "trained", "measured")
+        assert card["k"] in ("computed", "trained", "measured", "quoted")
     assert re.fullmatch(r"https://github\.com/vitbook/vitbook/blob/[0-9a-f]{40}/", data["src"])
 
 

@@ -9,6 +9,8 @@ Rooms, with one-way arrows between them:
   ``experiments.stats``, the rule that turns seeds into printed numbers;
 * ``runs``: those experiments cached and frozen in ``frozen/`` (through ``engine.cached``);
 * ``plot``, ``explore``: the house style, and the shared pieces of the explorers' data;
+* ``quoted``: every number the book quotes from a source (its table or figure and the source),
+  recorded by the figures through ``quoted.quote``;
 * ``engine``: registry, cache, frozen runs, rendering, facts, verification and the command line
   (knows nothing of ViTs);
 * ``figures``: one module per chapter, which uses all of the above; only the engine imports them;

@@ -14,6 +14,7 @@
     computed: "Computed: the code gives exactly this number on every run.",
     trained: "Trained: a result of training runs, kept frozen and retrained on a schedule.",
     measured: "Measured: a timing, which differs from run to run and machine to machine.",
+    quoted: "Quoted: not computed by the book, but copied from the source named above.",
   };
   let dataEl = null;
   let data = null;
@@ -62,7 +63,11 @@
     span("vb-card-name", head).textContent = name;
     head.append(` = ${f.t}`);
     const how = span("vb-card-row", el);
-    if (f.f) {
+    if (f.q) {
+      how.append(`Quoted from ${f.q}; recorded by `);
+      if (d.src && f.f) link(`${d.src}${f.p}#L${f.l[0]}-L${f.l[1]}`, `${f.f}()`, how);
+      else how.append(f.f ? `${f.f}()` : `item ${f.i}`);
+    } else if (f.f) {
       how.append("Computed by ");
       if (d.src) link(`${d.src}${f.p}#L${f.l[0]}-L${f.l[1]}`, `${f.f}()`, how);
       else how.append(`${f.f}()`);
@@ -80,9 +85,11 @@
       if (f.tol) text += `; another CPU may move it by up to ${f.tol}`;
       span("vb-card-row", el).textContent = `${text}.`;
     }
-    let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
-    if (f.tc) cpu += `; its runs were trained on ${f.tc}`;
-    span("vb-card-row", el).textContent = `${cpu}.`;
+    if (f.k !== "quoted") {  // a quoted number was not computed on any CPU
+      let cpu = f.c ? `CPU capability: ${f.c}` : "CPU capability: not recorded by this build";
+      if (f.tc) cpu += `; its runs were trained on ${f.tc}`;
+      span("vb-card-row", el).textContent = `${cpu}.`;
+    }
     link(num.getAttribute("href"), "Its entry in the Numbers appendix", span("vb-card-row", el));
     return el;
   };

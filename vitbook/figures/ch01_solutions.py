@@ -46,3 +46,26 @@ def solutions(rec):
     rec.fact("sol_ex3_ratio", layers / vit.depth, "{:.0f}")
     rec.fact("sol_ex3_vit_tokens", vit.num_patches, "{:,}")
     return {"rf": with_pool, "rf_nopool": without, "layers": layers}
+
+
+@facts(chapter=1, id="solutions-narrow", trained=True)
+def solutions_narrow(rec):
+    """Exercise 2: the ViT on the narrow strip, over the chapter's seeds and plateau budget,
+    against the same ViT on the wide strip and SmallCNN on both (the chapter's runs)."""
+    from vitbook.experiments import stats
+    from vitbook.figures.ch01_why import NARROW, SEEDS, SOLVED, _runs, scores
+
+    acc = {
+        (model, cols): [scores(r)["acc"] for r in _runs(model, cols=cols)]
+        for model in ("vit", "cnn")
+        for cols in (NARROW, 16)
+    }
+    narrow = [scores(r) for r in _runs("vit", cols=NARROW)]
+    rec.fact("sol_ex2_seeds", len(SEEDS))
+    stats.record(rec, "sol_ex2_vit_narrow_acc", acc["vit", NARROW])
+    rec.fact("sol_ex2_vit_narrow_failed", sum(s["failed"] for s in narrow), tol=1)
+    rec.fact("sol_ex2_vit_narrow_solved", sum(a >= SOLVED for a in acc["vit", NARROW]), tol=1)
+    rec.fact("sol_ex2_vit_narrow_vs_wide", stats.verdict(acc["vit", NARROW], acc["vit", 16]))
+    rec.fact("sol_ex2_cnn_narrow_vs_wide", stats.verdict(acc["cnn", NARROW], acc["cnn", 16]))
+    rec.fact("sol_ex2_vit_vs_cnn_narrow", stats.verdict(acc["vit", NARROW], acc["cnn", NARROW]))
+    return {k: v for k, v in acc.items()}

@@ -17,12 +17,16 @@ from vitbook.data.longrange import mirror_strips, pair_distance
 from vitbook.engine import facts, figure
 from vitbook.experiments import longrange, stats
 from vitbook.model import VisionTransformer
+from vitbook.quoted import quote
 from vitbook.train import SmallCNN
 
 # --- receptive fields --------------------------------------------------------------------------
 
 RF_SIZE = 129  # input side for the gradient probes; the probed unit sits at the centre
 RF_DEPTHS = 64  # plain 3x3 stacks of 1..64 layers
+RF_EXAMPLE_D = 16  # the distance the text and quiz 2 relate two pixels over
+RF_SHOWN = (1, 4, 16)  # the plain stacks the figure shows
+RF_CROP = 49  # the side of the crops it shows, centred on the probed unit
 
 
 # --8<-- [start:footprint]
@@ -75,16 +79,19 @@ def receptive_field(rec):
     # layers of 3x3 convolutions before one unit sees two pixels d apart: 2k + 1 >= d + 1
     distances = np.arange(1, RF_SIZE)
     layers = np.array([next(k + 1 for k, w in enumerate(widths) if w >= d + 1) for d in distances])
-    rec.fact("layers_for_d16", int(layers[15]))
+    rec.fact("rf_example_d", RF_EXAMPLE_D)
+    rec.fact("rf_example_span", RF_EXAMPLE_D + 1)  # the width the field must reach: d + 1 pixels
+    rec.fact("layers_for_d16", int(layers[RF_EXAMPLE_D - 1]))
     rec.fact("layers_for_d112", int(layers[111]))
     rec.fact("layers_for_d223", (223 + 1) // 2)  # the closed form, checked above up to d = 128
+    rec.fact("rf_shown", ", ".join(map(str, RF_SHOWN[:-1])) + f" and {RF_SHOWN[-1]}")
+    rec.fact("rf_crop", RF_CROP)
+    h = RF_CROP // 2
     c = RF_SIZE // 2
-    crop = slice(c - 24, c + 25)
-    shown = {k: maps[k - 1][crop, crop] for k in (1, 4, 16)}
-    off = (RF_SIZE - 1 - cnn_map.shape[0]) // 2
+    crop = slice(c - h, c + h + 1)
+    shown = {k: maps[k - 1][crop, crop] for k in RF_SHOWN}
     cc = cnn_map.shape[0] // 2
-    shown["cnn"] = cnn_map[cc - 24 : cc + 25, cc - 24 : cc + 25]
-    del off
+    shown["cnn"] = cnn_map[cc - h : cc + h + 1, cc - h : cc + h + 1]
     return {"shown": shown, "widths": widths, "d": distances, "layers": layers, "cnn_rf": cnn_width}
 
 
@@ -98,8 +105,9 @@ def _(data, v):
         if phone
         else fig.add_gridspec(2, 4, width_ratios=[1, 1, 0.09, 2.5])
     )
-    titles = {1: "1 layer", 4: "4 layers", 16: "16 layers", "cnn": "SmallCNN unit"}
-    for i, key in enumerate((1, 4, 16, "cnn")):
+    titles = {k: f"{k} layer{'' if k == 1 else 's'}" for k in data["shown"] if k != "cnn"}
+    titles["cnn"] = "SmallCNN unit"
+    for i, key in enumerate(titles):
         ax = fig.add_subplot(grid[i // 2, i % 2])
         m = data["shown"][key]
         ax.imshow(
@@ -548,19 +556,19 @@ def paper_data(rec):
     }
     for data, row in table5.items():
         for model, acc in row.items():
-            rec.fact(f"t5_{data}_{model}", acc, "{:.2f}%")
-    rec.fact("deit_b", 81.8, "{:.1f}%")  # Touvron et al. 2021, ImageNet-1k only
-    rec.fact("deit_b_distilled", 83.4, "{:.1f}%")
-    rec.fact("finetune_res", 384)
+            quote(rec, f"t5_{data}_{model}", acc, "{:.2f}%")
+    quote(rec, "deit_b", 81.8, "{:.1f}%")  # Touvron et al. 2021, ImageNet-1k only
+    quote(rec, "deit_b_distilled", 83.4, "{:.1f}%")
+    quote(rec, "finetune_res", 384)
     rec.fact("wide_image", 224)
     rec.fact("exercise_image", 512)
-    rec.fact("in1k_images", "1.3 million", text="1.3 million")
-    rec.fact("in21k_images", "14 million", text="14 million")
-    rec.fact("jft_images", "300 million", text="300 million")
+    quote(rec, "in1k_images", "1.3 million", text="1.3 million")
+    quote(rec, "in21k_images", "14 million", text="14 million")
+    quote(rec, "jft_images", "300 million", text="300 million")
     # Both trained 300 epochs on ImageNet-1k: ViT's Table 3 / appendix B.1; DeiT section 6.
-    rec.fact("in1k_epochs", 300)
-    rec.fact("deit_res", 224)
-    rec.fact("deit_b_384", 83.1, "{:.1f}%")  # DeiT-B fine-tuned at 384 (Touvron et al., Table 7)
+    quote(rec, "in1k_epochs", 300)
+    quote(rec, "deit_res", 224)
+    quote(rec, "deit_b_384", 83.1, "{:.1f}%")  # DeiT-B fine-tuned at 384 (Touvron et al., Table 7)
     # Weight decay on ImageNet-1k. ViT's run from scratch: 0.3 (the paper's Table 3, with
     # dropout 0.1 and cosine decay; its caption adds the 10k-step warm-up and clipping at
     # global norm 1; section 4.1 names the optimiser Adam, and how its decay was applied is not
@@ -570,8 +578,8 @@ def paper_data(rec):
     # label smoothing 0.1 (--smoothing), no clipping (--clip-grad None), 5 warm-up epochs.
     # Label smoothing is one of the "three basic regularization parameters" (with weight decay
     # and dropout) the ViT paper tuned for its smaller pre-training sets (section 4.3).
-    rec.fact("vit_weight_decay", 0.3, "{:g}")
-    rec.fact("deit_weight_decay", 0.05, "{:g}")
+    quote(rec, "vit_weight_decay", 0.3, "{:g}")
+    quote(rec, "deit_weight_decay", 0.05, "{:g}")
     # ViT paper, Table 2: ImageNet top-1 and TPUv3-core-days of pre-training.
     table2 = {
         "h14_jft": (88.55, 2.5),
@@ -583,17 +591,18 @@ def paper_data(rec):
         "noisy_student": (88.4, 12.3),
     }
     for name, (acc, days) in table2.items():
-        rec.fact(f"t2_{name}", acc, "{:.2f}%" if name != "noisy_student" else "{:.1f}%")
-        rec.fact(f"t2_{name}_days", days, "{:g}k")
+        quote(rec, f"t2_{name}", acc, "{:.2f}%" if name != "noisy_student" else "{:.1f}%")
+        quote(rec, f"t2_{name}_days", days, "{:g}k")
+    quote(rec, "t2_noisy_student_fixres", 88.5, "{:.1f}%")  # Table 2's starred 88.5
     rec.fact("t2_bit_over_h14_days", 9.9 / 2.5, "{:.1f}")  # computed from the table
     # ViT paper, section 4.4 / Fig. 5: compute to reach the same transfer accuracy.
-    rec.fact("fig5_saving", "2-4", text="2–4")
-    rec.fact("jft_subset_small", "9 million", text="9 million")
-    rec.fact("jft_subset_large", "90 million", text="90 million")
+    quote(rec, "fig5_saving", "2-4", text="2–4")
+    quote(rec, "jft_subset_small", "9 million", text="9 million")
+    quote(rec, "jft_subset_large", "90 million", text="90 million")
     # ViT paper, section 4.6 and appendix B.1.2: self-supervised masked patch prediction.
-    rec.fact("ssl_mask_share", 0.5, "{:.0%}")  # share of patch embeddings corrupted
-    rec.fact("ssl_b16", 79.9, "{:.1f}%")  # ImageNet top-1, ViT-B/16, after fine-tuning
-    rec.fact("ssl_gain_over_scratch", 2, "{:d}")  # percentage points, as the paper rounds them
-    rec.fact("ssl_gap_to_supervised", 4, "{:d}")
-    rec.fact("mae_mask_share", 0.75, "{:.0%}")  # MAE (He et al. 2022): patches masked
+    quote(rec, "ssl_mask_share", 0.5, "{:.0%}")  # share of patch embeddings corrupted
+    quote(rec, "ssl_b16", 79.9, "{:.1f}%")  # ImageNet top-1, ViT-B/16, after fine-tuning
+    quote(rec, "ssl_gain_over_scratch", 2, "{:d}")  # percentage points, as the paper rounds them
+    quote(rec, "ssl_gap_to_supervised", 4, "{:d}")
+    quote(rec, "mae_mask_share", 0.75, "{:.0%}")  # MAE (He et al. 2022): patches masked
     return table5

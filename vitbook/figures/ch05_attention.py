@@ -14,7 +14,7 @@ import torch
 
 from vitbook import plot
 from vitbook.engine import facts, figure
-from vitbook.model import Attention, scaled_dot_product
+from vitbook.model import Attention, preset, scaled_dot_product
 
 # --8<-- [start:worked-inputs]
 # The worked example: one query, three keys of size d_k = 4, three values of size 2.
@@ -57,6 +57,12 @@ def worked_example(rec):
     for j in range(2):
         rec.fact(f"out_{j + 1}", s["output"][0, j], "{:.3f}")
         rec.fact(f"unscaled_out_{j + 1}", u["output"][0, j], "{:.3f}")
+    # the softmax step by step: each scaled (and unscaled) score's exponential, and their sum
+    for tag, r in (("", s), ("unscaled_", u)):
+        e = np.exp(r["scaled"][0])
+        for j in range(3):
+            rec.fact(f"{tag}exp_{j + 1}", e[j], "{:.3f}")
+        rec.fact(f"{tag}exp_sum", e.sum(), "{:.3f}")
     rec.fact("weight_sum", s["weights"].sum(), "{:.4f}")
     rec.fact("ratio_w1_w3", s["weights"][0, 0] / s["weights"][0, 2], "{:.3f}")
     rec.fact("unscaled_ratio_w1_w3", u["weights"][0, 0] / u["weights"][0, 2], "{:.3f}")
@@ -383,6 +389,9 @@ def scale_experiment(
 SCALE_SEEDS = 10
 #: A draw whose softmax Jacobian has a norm below this is "flat": a saturated softmax.
 FLAT = 0.01
+#: The experiment's second sequence length: ViT-B/16's tokens at its standard input (197 at
+#: 224 pixels), since the gradients depend on how many keys share the softmax (the figure: 64).
+LONG_KEYS = preset("vit-b/16").seq_len
 
 
 def scale_over_seeds(seeds: int = SCALE_SEEDS, **kwargs) -> dict:
@@ -471,6 +480,9 @@ def why_scale(rec):
     for where, i in (("64", i64), ("max", hi)):
         rec.fact(f"qgrad_u_{where}_p10", q["unscaled"][0, i], "{:.2g}")
         rec.fact(f"qgrad_u_{where}_p90", q["unscaled"][2, i], "{:.2g}")
+    # the same at ViT-B/16's sequence length: the numbers the text compares across key counts
+    for tag, rr in (("k64", r), ("k197", scale_over_seeds(n_keys=LONG_KEYS))):
+        _key_count_facts(rec, tag, rr)
     drawn = {"head_dims": dims, "n_keys": r["n_keys"]}
     for name in ("scaled", "unscaled"):  # means over the seeds; quantiles of the pooled draws
         drawn[name] = {
@@ -480,6 +492,36 @@ def why_scale(rec):
             "q_grad": q[name],
         }
     return drawn
+
+
+def _key_count_facts(rec, tag: str, r: dict) -> None:
+    """What changes with the number of keys: facts ``<tag>_...`` from ``scale_over_seeds``."""
+    dims = r["head_dims"]
+    i64, hi = dims.index(64), len(dims) - 1
+    med = {name: {key: np.median(r[name][key], axis=-1) for key in ("grad", "q_grad")}
+           for name in ("scaled", "unscaled")}  # fmt: skip
+    rec.fact(f"{tag}_n_keys", r["n_keys"])
+    rec.fact(f"{tag}_maxw_u_64", r["unscaled"]["max_weight"][:, i64].mean(), "{:.2f}")
+    for where, i in (("64", i64), ("max", hi)):
+        m, low, high = span(med["unscaled"]["q_grad"][:, i] / med["scaled"]["q_grad"][:, i])
+        rec.fact(f"{tag}_qgrad_u_over_s_{where}", m, "{:.1f}")
+        rec.fact(f"{tag}_qgrad_u_over_s_{where}_lo", low, "{:.1f}")
+        rec.fact(f"{tag}_qgrad_u_over_s_{where}_hi", high, "{:.1f}")
+        m, low, high = span((r["unscaled"]["grad"][:, i] < FLAT).mean(axis=-1))
+        rec.fact(f"{tag}_flat_u_{where}", m, "{:.0%}")
+    first = [
+        dims[next(i for i, (gu, gs) in enumerate(zip(mu, ms, strict=True)) if gu < 0.5 * gs)]
+        for mu, ms in zip(med["unscaled"]["grad"], med["scaled"]["grad"], strict=True)
+    ]
+    q = {name: pooled(r[name]["q_grad"]) for name in ("scaled", "unscaled")}
+    rec.fact(f"{tag}_qgrad_s_spread", (q["scaled"][2] / q["scaled"][0]).max(), "{:.1f}")
+    # the unscaled draws' 10th to 90th percentile at the largest head, in orders of magnitude
+    rec.fact(f"{tag}_qgrad_u_max_orders", np.log10(q["unscaled"][2, hi] / q["unscaled"][0, hi]),
+             "{:.0f}")  # fmt: skip
+    rec.fact(f"{tag}_collapse_lo", min(first))
+    rec.fact(f"{tag}_collapse_hi", max(first))
+    rec.fact(f"{tag}_collapse_counts", ", ".join(
+        f"{d} in {first.count(d)}" for d in sorted(set(first))))  # fmt: skip
 
 
 @why_scale.draw

@@ -15,6 +15,7 @@ from vitbook import plot
 from vitbook.calc import param_breakdown
 from vitbook.engine import facts, figure
 from vitbook.model import Block, preset
+from vitbook.quoted import quote
 
 B16 = "vit-b/16"
 
@@ -702,7 +703,7 @@ def paper_dropout(rec):
     the paper's Table 3 (pre-training hyper-parameters)."""
     table3 = {"jft": 0.0, "in21k": 0.1, "in1k": 0.1}  # dropout rate by pre-training set
     for data, rate in table3.items():
-        rec.fact(f"t3_dropout_{data}", rate, "{:g}")
+        quote(rec, f"t3_dropout_{data}", rate, "{:g}")
     cfg = preset("vit-b/16", pos_drop_rate=0.1, attn_drop_rate=0.0, proj_drop_rate=0.1)
     block = Block(dim=cfg.dim, heads=cfg.heads, proj_drop=cfg.proj_drop_rate)
     sites = [n for n, m in block.named_modules() if isinstance(m, nn.Dropout) and m.p > 0]

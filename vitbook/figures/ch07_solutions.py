@@ -9,6 +9,7 @@ from vitbook import calc
 from vitbook.engine import facts
 from vitbook.figures.ch07_block import NORM_SEEDS, STACK, _stack_blocks
 from vitbook.model import Block, preset
+from vitbook.quoted import quote
 
 
 def buggy_pre_norm_forward(block: Block, x: torch.Tensor) -> torch.Tensor:
@@ -64,7 +65,7 @@ def in_prose(rec):
     """Numbers the prose and the quiz quote: the official JAX code's position-embedding std
     (``vit_jax/models_vit.py``, ``nn.initializers.normal(stddev=0.02)``, "from BERT"), and the
     shapes in quiz 1 (a batch of 8 through one ViT-B/16 block), from the preset."""
-    rec.fact("jax_pos_std", 0.02, "{:g}")  # google-research/vision_transformer, models_vit.py
+    quote(rec, "jax_pos_std", 0.02, "{:g}")  # google-research/vision_transformer, models_vit.py
     cfg = preset("vit-b/16")
     tokens = dict(calc.shape_trace(cfg))["with_cls"][1]
     batch = 8  # the quiz's own input

@@ -25,6 +25,7 @@ from vitbook import plot
 from vitbook.calc import macs, param_breakdown
 from vitbook.engine import facts, figure
 from vitbook.model import ViTConfig, preset
+from vitbook.quoted import quote
 
 #: Table 6 of the paper, the ViT rows: (preset, pre-training epochs on JFT-300M, ImageNet top-1
 #: after fine-tuning in %, pre-training compute in exaFLOPs), as printed.
@@ -99,7 +100,7 @@ def scaling_study(rec):
     rec.fact("t6_rows", len(rows))
     rec.fact("rho_params", rho_params, "{:.2f}")
     rec.fact("rho_compute", rho_compute, "{:.2f}")
-    rec.fact("jft_images", JFT_IMAGES / 1e6, "{:.0f}M")
+    quote(rec, "jft_images", JFT_IMAGES / 1e6, "{:.0f}M")
     rec.fact("train_flops_per_mac", TRAIN_FLOPS_PER_MAC)
     gaps = [abs(r["estimate"] / r["exaflops"] - 1) for r in rows]
     rec.fact("t6_estimate_max_gap", max(gaps), "{:.1%}")
@@ -123,20 +124,20 @@ def scaling_study(rec):
     rec.fact("t6_models", len({r["name"] for r in rows}))
     for r in rows:
         key = f"t6_{slug(r['name'])}_{r['epochs']}"
-        rec.fact(f"{key}_top1", r["top1"], "{:.2f}")
-        rec.fact(f"{key}_exaflops", r["exaflops"], "{:,}")
+        quote(rec, f"{key}_top1", r["top1"], "{:.2f}")
+        quote(rec, f"{key}_exaflops", r["exaflops"], "{:,}")
         rec.fact(f"{key}_estimate", r["estimate"], "{:,.0f}")
         rec.fact(f"{key}_params_m", r["params"] / 1e6, "{:.1f}M")
     b16, l32 = rows[1], rows[2]
     rec.fact("t6_l32_over_b16_params", l32["params"] / b16["params"], "{:.1f}")
     l16a, l16b = rows[3], rows[4]
     rec.fact("t6_l16_epoch_gain", l16b["top1"] - l16a["top1"], "{:.2f}")
-    rec.fact("t6_epochs_short", l16a["epochs"])
-    rec.fact("t6_epochs_long", l16b["epochs"])
+    quote(rec, "t6_epochs_short", l16a["epochs"])
+    quote(rec, "t6_epochs_long", l16b["epochs"])
     for key, value in D2_BASE.items():
-        rec.fact(f"d2_base_{key}", value, "{:,}")
-    rec.fact("d2_depth_visible", D2_DEPTH_VISIBLE)
-    rec.fact("d2_depth_diminishing", D2_DEPTH_DIMINISHING)
+        quote(rec, f"d2_base_{key}", value, "{:,}")
+    quote(rec, "d2_depth_visible", D2_DEPTH_VISIBLE)
+    quote(rec, "d2_depth_diminishing", D2_DEPTH_DIMINISHING)
     # D.2's base model, and the same with the patch halved: what "no extra parameters" costs
     # (the head count, which D.2 does not give, changes neither parameters nor MACs)
     base = d2_base()
@@ -241,17 +242,17 @@ def small_images(rec):
     """The UvA tutorial's ViT for CIFAR-10 (32x32) at the three patch sizes it tried, counted by
     ``vitbook.calc``: tokens, head width, parameters, MACs and the attention matmuls' share."""
     out = {}
-    rec.fact("uva_image", UVA["image"])
-    rec.fact("uva_dim", UVA["dim"])
-    rec.fact("uva_heads", UVA["heads"])
+    quote(rec, "uva_image", UVA["image"])
+    quote(rec, "uva_dim", UVA["dim"])
+    quote(rec, "uva_heads", UVA["heads"])
     rec.fact("uva_head_dim", UVA["dim"] // UVA["heads"])
-    rec.fact("uva_mlp", UVA["mlp"])
-    rec.fact("uva_depth", UVA["depth"])
-    rec.fact("uva_best_patch", UVA["best_patch"])
-    rec.fact("uva_key_min_lo", UVA["key_min"][0])
-    rec.fact("uva_key_min_hi", UVA["key_min"][1])
-    rec.fact("uva_test_acc", UVA["test_acc"], "{:.1%}")
-    rec.fact("uva_cnn_acc", UVA["cnn_acc"], "{:.0%}")
+    quote(rec, "uva_mlp", UVA["mlp"])
+    quote(rec, "uva_depth", UVA["depth"])
+    quote(rec, "uva_best_patch", UVA["best_patch"])
+    quote(rec, "uva_key_min_lo", UVA["key_min"][0])
+    quote(rec, "uva_key_min_hi", UVA["key_min"][1])
+    quote(rec, "uva_test_acc", UVA["test_acc"], "{:.1%}")
+    quote(rec, "uva_cnn_acc", UVA["cnn_acc"], "{:.0%}")
     for p in UVA["patches"]:
         cfg = cfg_of(p)
         m = macs(cfg)

@@ -21,6 +21,7 @@ from vitbook.calc import (
 )
 from vitbook.engine import facts, figure
 from vitbook.model import VisionTransformer, ViTConfig, preset
+from vitbook.quoted import quote
 
 #: The family of Table 1 (plus DeiT's Ti and S), and the /32 models the text compares with.
 FAMILY = ("vit-ti/16", "vit-s/16", "vit-b/16", "vit-l/16", "vit-h/14")
@@ -62,7 +63,7 @@ def variants(rec):
         rec.fact(f"{s}_gmacs", m_with / 1e9, "{:.2f}")
         rec.fact(f"{s}_gmacs_no_attn", m_without / 1e9, "{:.2f}")
         rows[name] = {"cfg": cfg, "params": p["total"], "macs": m_with}
-    rec.fact("paper_large_params_m", PAPER_LARGE_PARAMS_M, "{}M")
+    quote(rec, "paper_large_params_m", PAPER_LARGE_PARAMS_M, "{}M")
     for s in ("l16", "l32"):
         rec.fact(f"{s}_matches_paper", round(rows[f"vit-{s[0]}/{s[1:]}"]["params"] / 1e6)
                  == PAPER_LARGE_PARAMS_M)  # fmt: skip
@@ -523,7 +524,7 @@ def pretraining_head(rec):
     21,843 classes, against the zero-initialised linear head of fine-tuning (1000 classes)."""
     pre = param_breakdown(preset("vit-b/16", representation_size=768, num_classes=21843))
     fine = param_breakdown(preset("vit-b/16"))
-    rec.fact("in21k_classes", 21843, "{:,}")
+    quote(rec, "in21k_classes", 21843, "{:,}")
     rec.fact("pre_logits_params_b16", pre["pre_logits"], "{:,}")
     rec.fact("pretrain_head_params_b16", pre["pre_logits"] + pre["head"], "{:,}")
     rec.fact("pretrain_total_b16", pre["total"], "{:,}")

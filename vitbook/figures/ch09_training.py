@@ -16,6 +16,7 @@ from vitbook.data.shapes import FINETUNE_CLASSES, PRETRAIN_CLASSES, make_shapes
 from vitbook.engine import facts, figure
 from vitbook.experiments import finetune, hires, lrsweep, pretrain, stats, transfer
 from vitbook.model import preset
+from vitbook.quoted import quote
 
 NAMES = {"cnn": "small CNN", "vit_scratch": "ViT from scratch", "vit_head": "ViT head only",
          "vit_full": "ViT full fine-tune"}  # fmt: skip
@@ -652,50 +653,50 @@ def _(d, v):
 @facts(chapter=9, id="recipes")
 def recipes(rec):
     """The paper's pre-training and fine-tuning settings (Dosovitskiy et al. 2021)."""
-    rec.fact("paper_pre_batch", 4096, "{:,}")
-    rec.fact("paper_adam_beta1", 0.9)  # section 4.1, "Training & Fine-tuning": Adam, beta1, beta2
-    rec.fact("paper_adam_beta2", 0.999)
-    rec.fact("paper_pre_wd", 0.1)  # Table 3: JFT-300M
-    rec.fact("paper_pre_wd_21k", 0.03)  # Table 3: ImageNet-21k
-    rec.fact("paper_pre_warmup", "10k")
-    rec.fact("paper_ft_batch", 512)
-    rec.fact("paper_ft_momentum", 0.9)
+    quote(rec, "paper_pre_batch", 4096, "{:,}")
+    quote(rec, "paper_adam_beta1", 0.9)  # section 4.1, "Training & Fine-tuning": Adam, beta1, beta2
+    quote(rec, "paper_adam_beta2", 0.999)
+    quote(rec, "paper_pre_wd", 0.1)  # Table 3: JFT-300M
+    quote(rec, "paper_pre_wd_21k", 0.03)  # Table 3: ImageNet-21k
+    quote(rec, "paper_pre_warmup", "10k")
+    quote(rec, "paper_ft_batch", 512)
+    quote(rec, "paper_ft_momentum", 0.9)
     ft_res = 384  # Table 4 caption: fine-tuning resolution, if not mentioned otherwise
-    rec.fact("paper_ft_res", ft_res)
-    rec.fact("paper_scratch_lr", "3e-3")
-    rec.fact("paper_scratch_wd", 0.3)
-    rec.fact("paper_scratch_epochs", 300)
-    rec.fact("paper_scratch_clip", 1)  # Table 3 caption: clipping at global norm 1 on ImageNet
+    quote(rec, "paper_ft_res", ft_res)
+    quote(rec, "paper_scratch_lr", "3e-3")
+    quote(rec, "paper_scratch_wd", 0.3)
+    quote(rec, "paper_scratch_epochs", 300)
+    quote(rec, "paper_scratch_clip", 1)  # Table 3 caption: clipping at global norm 1 on ImageNet
     # Table 3: pre-training base rates (batch 4096, 10k warm-up steps for every model)
-    rec.fact("paper_pre_lr_b", 8e-4, "{:g}")  # ViT-B/16 and B/32 on JFT-300M, 7 epochs
-    rec.fact("paper_pre_lr_h", 3e-4, "{:g}")  # ViT-H/14 on JFT-300M, 14 epochs
-    rec.fact("paper_pre_lr_21k", 1e-3, "{:g}")  # ViT-B and ViT-L on ImageNet-21k
-    rec.fact("paper_pre_epochs_21k", 90)  # ViT-B on ImageNet-21k
-    rec.fact("paper_pre_epochs_jft_lo", 7)  # ViT-B, ViT-L/32 on JFT-300M
-    rec.fact("paper_pre_epochs_jft_hi", 14)  # ViT-H/14
+    quote(rec, "paper_pre_lr_b", 8e-4, "{:g}")  # ViT-B/16 and B/32 on JFT-300M, 7 epochs
+    quote(rec, "paper_pre_lr_h", 3e-4, "{:g}")  # ViT-H/14 on JFT-300M, 14 epochs
+    quote(rec, "paper_pre_lr_21k", 1e-3, "{:g}")  # ViT-B and ViT-L on ImageNet-21k
+    quote(rec, "paper_pre_epochs_21k", 90)  # ViT-B on ImageNet-21k
+    quote(rec, "paper_pre_epochs_jft_lo", 7)  # ViT-B, ViT-L/32 on JFT-300M
+    quote(rec, "paper_pre_epochs_jft_hi", 14)  # ViT-H/14
     # fine-tuning (appendix B.1.1, Table 4): SGD with momentum, a grid of four base rates chosen
     # on a small split of the training set, cosine decay, batch 512, no weight decay, clipping
-    rec.fact("paper_ft_optimizer", "SGD with momentum 0.9")
-    rec.fact("paper_ft_lrs", "0.001, 0.003, 0.01, 0.03")  # CIFAR-10/100, Pets, Flowers
-    rec.fact("paper_ft_lrs_imagenet", "0.003, 0.01, 0.03, 0.06")
-    rec.fact("paper_ft_steps_imagenet", 20000, "{:,}")
-    rec.fact("paper_ft_steps_cifar", 10000, "{:,}")
-    rec.fact("paper_ft_steps_pets", 500)  # Oxford-IIIT Pets and Oxford Flowers-102
-    rec.fact("paper_ft_clip", 1)
+    quote(rec, "paper_ft_optimizer", "SGD with momentum 0.9")
+    quote(rec, "paper_ft_lrs", "0.001, 0.003, 0.01, 0.03")  # CIFAR-10/100, Pets, Flowers
+    quote(rec, "paper_ft_lrs_imagenet", "0.003, 0.01, 0.03, 0.06")
+    quote(rec, "paper_ft_steps_imagenet", 20000, "{:,}")
+    quote(rec, "paper_ft_steps_cifar", 10000, "{:,}")
+    quote(rec, "paper_ft_steps_pets", 500)  # Oxford-IIIT Pets and Oxford Flowers-102
+    quote(rec, "paper_ft_clip", 1)
     # the released fine-tuning code (google-research/vision_transformer, vit_jax/configs/common.py:
     # config.warmup_steps = 500, next to base_lr 0.03, decay_type 'cosine', batch 512,
     # grad_norm_clip 1.0); vit_jax/train.py feeds it to a linear warm-up before SGD, momentum 0.9
-    rec.fact("code_ft_warmup", 500)
+    quote(rec, "code_ft_warmup", 500)
     # ViT-B/16's patch grid at the pre-training and the fine-tuning resolution
     b16 = preset("vit-b/16")
     rec.fact("b16_grid_224", b16.grid[0])
     rec.fact("b16_grid_384", dataclasses.replace(b16, image_size=ft_res).grid[0])
     # section 4.1: Table 2's ImageNet results were fine-tuned larger, with Polyak averaging
-    rec.fact("paper_t2_res_l16", 512)
-    rec.fact("paper_t2_res_h14", 518)
-    rec.fact("paper_polyak", 0.9999, "{:g}")
+    quote(rec, "paper_t2_res_l16", 512)
+    quote(rec, "paper_t2_res_h14", 518)
+    quote(rec, "paper_polyak", 0.9999, "{:g}")
     # Fig. 4: ViT-B/32 against ResNet50 on random subsets of JFT-300M
-    rec.fact("paper_fig4_small", "9M")
-    rec.fact("paper_fig4_large", "90M")
-    rec.fact("paper_fig4_largest", "300M")
+    quote(rec, "paper_fig4_small", "9M")
+    quote(rec, "paper_fig4_large", "90M")
+    quote(rec, "paper_fig4_largest", "300M")
     return {}

@@ -9,6 +9,7 @@ at 83.2, the paper 83.0; see PAPER_ROWS), so quoting the papers keeps the rows c
 from __future__ import annotations
 
 from vitbook.engine import facts
+from vitbook.quoted import quote
 
 #: key: (model, params as reported, top-1 %, input pixels, source)
 PAPER_ROWS = {
@@ -40,9 +41,9 @@ def after_vit_papers(rec):
     """Each row's size, top-1 and input size, as ``paper_<key>_params`` / ``_top1`` / ``_px``;
     DeiT-B's gain over ViT-B/16 at the same input size."""
     for key, (_, params, top1, px, _source) in PAPER_ROWS.items():
-        rec.fact(f"paper_{key}_params", params)
-        rec.fact(f"paper_{key}_top1", top1, "{:.1f}")
-        rec.fact(f"paper_{key}_px", px)
+        quote(rec, f"paper_{key}_params", params)
+        quote(rec, f"paper_{key}_top1", top1, "{:.1f}")
+        quote(rec, f"paper_{key}_px", px)
     # the same input size, two training recipes: DeiT's gain over the paper's own ViT-B/16
     gain = PAPER_ROWS["deitb384"][2] - PAPER_ROWS["vitb"][2]
     rec.fact("paper_deitb384_gain", gain, "{:.1f}")

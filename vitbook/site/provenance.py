@@ -17,7 +17,9 @@ The card and the appendix say, for each fact (:func:`ledger`):
 * for a result of training, how many seeds, their lowest and highest value (the facts
   ``<name>_lo`` and ``<name>_hi`` that ``vitbook.experiments.stats.record`` records beside the
   mean) and the tolerance across machines;
-* whether it is computed (reproduced exactly), trained, or measured (a timing);
+* whether it is computed (reproduced exactly), trained, measured (a timing) or quoted from a
+  source (the table or figure and the source, from ``vitbook.quoted``: the fact's
+  ``"quoted"``);
 * the CPU capability it was computed on, and for trained results the one the runs were
   trained on (``figures/manifest.json``: ``computed_on``; ``frozen/``: each run's record).
 
@@ -239,7 +241,7 @@ class Entry:
     name: str  # ch02.tokens_p16
     text: str
     item: str  # ch02/patch-grids
-    kind: str  # "computed", "trained" or "measured"
+    kind: str  # "computed", "trained", "measured" or "quoted"
     function: str | None = None
     file: str | None = None
     lines: list[int] | None = None
@@ -250,6 +252,7 @@ class Entry:
     cpu: str | None = None
     trained_on: list[str] = field(default_factory=list)
     pages: list[str] = field(default_factory=list)  # site urls of the pages that print it
+    quoted: str | None = None  # for a quoted number: its table or figure and its source
 
     @property
     def chapter(self) -> str:
@@ -258,6 +261,8 @@ class Entry:
     def card(self) -> dict[str, Any]:
         """The compact record a page carries for its card (``docs/javascripts/numbers.js``)."""
         out: dict[str, Any] = {"t": self.text, "k": self.kind, "i": self.item}
+        if self.quoted:
+            out["q"] = self.quoted
         if self.function:
             out["f"], out["p"], out["l"] = self.function, self.file, self.lines
         if self.seeds:
@@ -276,6 +281,8 @@ class Entry:
 
 
 def _kind(fact: dict[str, Any], entry: dict[str, Any]) -> str:
+    if fact.get("quoted"):
+        return "quoted"
     if fact.get("measured") or entry.get("deterministic") is False:
         return "measured"
     if entry.get("trained") or fact.get("seeds"):
@@ -336,6 +343,7 @@ def ledger(
                 cpu=_capability(entry.get("computed_on")),
                 trained_on=trained_on,
                 pages=printed.get(full, []),
+                quoted=fact.get("quoted"),
             )
             entries[full] = e
     # the spread over seeds: the _lo and _hi facts recorded beside a mean
@@ -390,6 +398,7 @@ KIND_TEXT = {
     "computed": "Computed",
     "trained": "Trained",
     "measured": "Measured (a timing)",
+    "quoted": "Quoted",
 }
 
 
@@ -417,13 +426,15 @@ def appendix_html(
         rows = []
         for e in sorted(by_chapter[chapter_key], key=lambda e: e.name):
             bits = [f"<strong>{KIND_TEXT[e.kind]}</strong>"]
+            if e.quoted:
+                bits[0] += f" from {esc(e.quoted)}"
             if e.function:
                 url = source_url(repo, commit, e)
                 fn = f"<code>{esc(e.function)}()</code>"
                 fn = f'<a href="{esc(url)}">{fn}</a>' if url else fn
-                bits.append(
-                    f"by {fn} in <code>{esc(e.file or '')}</code>, lines {e.lines[0]}–{e.lines[1]}"
-                )
+                verb = "recorded by" if e.quoted else "by"
+                where = f"<code>{esc(e.file or '')}</code>, lines {e.lines[0]}–{e.lines[1]}"
+                bits.append(f"{verb} {fn} in {where}")
             bits.append(f"item <code>{esc(e.item)}</code>")
             tol = f"another CPU may move it by up to {e.tol:.4g}" if e.tol is not None else ""
             if e.seeds:
@@ -435,7 +446,8 @@ def appendix_html(
                 bits.append(tol)
             elif e.tol is not None:
                 bits.append(ROUNDING_TEXT.format(bound_text(e.tol)))
-            bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
+            if e.kind != "quoted":  # a quoted number was not computed on any CPU
+                bits.append(f"CPU: {esc(e.cpu)}" if e.cpu else "CPU: not recorded by this build")
             if e.trained_on:
                 bits.append(f"runs trained on: {esc(', '.join(e.trained_on))}")
             if e.pages:
