@@ -999,13 +999,15 @@ def notebook_sources(nav: Any) -> list[str]:
 
 def on_post_build(env: Any) -> None:
     """Called by mkdocs-macros after the build: write each notebook page's ``.ipynb`` next to
-    the page, for the download button of ``overrides/main.html`` (the reader runs it, so it is
-    written without outputs; the page shows them)."""
-    import jupytext
+    the page, for the download button of ``overrides/main.html`` and the latest text's Colab
+    button (the reader runs it, so it is written without outputs; the page shows them). Its
+    install cell names the commit this site is built from (``notebooks.site_copy``)."""
+    from vitbook.site import notebooks
 
     conf = env.conf
+    commit = ((conf.get("extra") or {}).get("edition") or {}).get("commit") or ""
     for src in notebook_sources(conf.get("nav")):
         stem = Path(src).with_suffix("")  # notebooks/ch02-patches: the page's folder
         out = Path(conf["site_dir"]) / stem / f"{stem.name}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
-        jupytext.write(jupytext.read(Path(conf["docs_dir"]) / src), out)
+        out.write_text(notebooks.site_copy(Path(conf["docs_dir"]) / src, commit), encoding="utf-8")
