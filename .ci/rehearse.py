@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,16 @@ REPLACED = {
     ),
 }
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def cpu_seconds() -> float:
+    """CPU time (user and system) of this process and every child that has ended: what a step
+    costs whatever else the machine runs beside it (its wall time grows with the load)."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def load_job(workflow: Path, job: str) -> dict:
@@ -166,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if "if" in step:
             raise SystemExit(f"step {name!r} has an `if:` the rehearsal does not evaluate")
         print(f"\n=== step {k}: {name}", flush=True)
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cpu_seconds()
         if "uses" in step:
             what, out = stand_in(step, clone, tmp, env)
             kind = "uses"
@@ -190,9 +201,12 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
             ok = proc.returncode == 0
         seconds = round(time.monotonic() - t0, 1)
+        cpu = round(cpu_seconds() - cpu0, 1)
         outputs[str(step.get("id", k))] = out
-        steps.append({"name": name, "kind": kind, "seconds": seconds, "ok": ok})
-        print(f"=== step {k}: {'ok' if ok else 'FAILED'} in {seconds:.1f} s", flush=True)
+        steps.append({"name": name, "kind": kind, "seconds": seconds, "cpu_seconds": cpu,
+                      "ok": ok})  # fmt: skip
+        print(f"=== step {k}: {'ok' if ok else 'FAILED'} in {seconds:.1f} s "
+              f"({cpu:.1f} s of CPU)", flush=True)  # fmt: skip
         if not ok:
             failed = name
             break
@@ -211,13 +225,19 @@ def main(argv: list[str] | None = None) -> int:
         "ok": failed is None,
         "steps": steps,
         "seconds": total,
+        "cpu_seconds": round(sum(s["cpu_seconds"] for s in steps), 1),
         "notes": notes,
     }
-    print(f"\n{'step':<70} {'kind':<5} {'seconds':>8}")
+    print(f"\n{'step':<64} {'kind':<5} {'wall s':>8} {'CPU s':>8}")
     for s in steps:
         mark = "" if s["ok"] else "  FAILED"
-        print(f"{s['name'][:70]:<70} {s['kind']:<5} {s['seconds']:>8.1f}{mark}")
-    print(f"{'total':<70} {'':<5} {total:>8.1f}  ({total / 60:.1f} min)")
+        print(f"{s['name'][:64]:<64} {s['kind']:<5} {s['seconds']:>8.1f} "
+              f"{s['cpu_seconds']:>8.1f}{mark}")  # fmt: skip
+    cpu = record["cpu_seconds"]
+    print(
+        f"{'total':<64} {'':<5} {total:>8.1f} {cpu:>8.1f}  ({total / 60:.1f} min wall, "
+        f"{cpu / 60:.1f} min of CPU; load {record['load_after']} on {record['cpus']} CPUs)"
+    )
     for note in notes:
         print(f"note: {note}")
     if summary.exists():

@@ -163,16 +163,42 @@ def test_a_copy_naming_no_edition_and_no_commit_says_where_to_get_one(tmp_path):
     assert "No module named pip" not in proc.stderr  # it did not try to install anything
 
 
+def with_torch(bare: Path) -> Path:
+    """``bare``'s python, seeing the test environment's torch (and the rest) through a path
+    file, which does not run the editable install's hook: vitbook stays missing."""
+    python = bare / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, env=clean_env(),
+    ).stdout.strip()  # fmt: skip
+    Path(site, "book-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
 def test_with_an_edition_the_install_cell_installs_its_wheel(tmp_path):
     """The cell of an edition's notebook installs that edition's wheel from its release (here
-    offline, so pip fails, and the error names what it tried to install)."""
+    offline, so pip fails, and the error names what it tried to install); a torch that is there
+    is kept (nothing else is installed first)."""
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True, env=clean_env())
     cell = editions.set_notebook_edition(install_cell("notebooks/ch02-patches.py"), "9.8.7")
-    proc = run(bare / "bin" / "python", cell, tmp_path)
+    proc = run(with_torch(bare), cell, tmp_path)
     assert proc.returncode != 0
     url = editions.wheel_url("https://github.com/vitbook/vitbook", "9.8.7")
     assert f"vitbook @ {url}" in proc.stderr, proc.stderr[-2000:]
+    assert "torch==" not in proc.stderr
+
+
+def test_without_torch_the_install_cell_installs_torchs_cpu_build_first(tmp_path):
+    """Where no torch is installed, the cell asks PyTorch's CPU index for the book's torch
+    before the package (offline here: the error names what it tried)."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True, env=clean_env())
+    cell = editions.install_cell(None, "0" * 40)
+    proc = run(bare / "bin" / "python", cell, tmp_path)
+    assert proc.returncode != 0
+    assert f"'torch==2.13.0', '--index-url', '{editions.TORCH_CPU_INDEX}'" in proc.stderr
+    assert "vitbook @" not in proc.stderr  # it stopped at torch
 
 
 # --- a fresh machine: only pip, the published copy's install cell, then the notebook ------------
@@ -202,7 +228,8 @@ def fresh(tmp_path_factory):
     python = tmp / "venv" / "bin" / "python"
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True,
                             capture_output=True, text=True, env=pip_env()).stdout  # fmt: skip
-    assert [line.split("==")[0] for line in listed.split()] == ["pip"]  # only pip
+    # what `python -m venv` gives: pip (and, before Python 3.12, setuptools)
+    assert {line.split("==")[0] for line in listed.split()} <= {"pip", "setuptools"}, listed
     from vitbook.site import notebooks
 
     copy = json.loads(notebooks.site_copy(ROOT / "docs" / FRESH, commit))
@@ -210,7 +237,9 @@ def fresh(tmp_path_factory):
     assert editions.notebook_commit(code[0]) == commit
     work = tmp / "work"
     work.mkdir()
-    env = pip_env(VITBOOK_SOURCE=f"git+file://{clone}", VITBOOK_TORCH_INDEX="")
+    # file://localhost/...: the pip that `python -m venv` brings (23.2 with Python 3.11) rejects
+    # a git+file:/// address, which has no host
+    env = pip_env(VITBOOK_SOURCE=f"git+file://localhost{clone}", VITBOOK_TORCH_INDEX="")
     proc = subprocess.run([str(python), "-c", code[0]], cwd=work, env=env, capture_output=True,
                           text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]

@@ -27,6 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import noxfile  # noqa: E402
+from vitbook.site import runner  # noqa: E402
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 PAGES = WORKFLOWS / "ci.yml"  # the checks, then the Pages build and deploy
@@ -250,8 +251,6 @@ def test_the_pull_request_template_carries_contributings_figure_checklist() -> N
 # --- what a runner installs, caches, uploads, and how long it takes ---------------------------
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-#: a job's expected time on a runner, in the comment right above the job's key
-ESTIMATE = re.compile(r"# Expected on a 2-core runner: (?:about (\d+) min|under 1 min)")
 
 
 def installs_requirements(job: dict) -> bool:
@@ -353,39 +352,21 @@ def test_every_pull_request_gets_its_site_and_pdf_as_an_artifact_linked_from_the
                 assert "${{" not in step.get("run", ""), f"{path.name}: an expression in run:"
 
 
-def job_estimates(path: Path) -> dict[str, str | None]:
-    """Each job's expected time from the comment right above its key: minutes as a string,
-    "<1" for "under 1 min", None where the comment is missing."""
-    lines = path.read_text().splitlines()
-    start = lines.index("jobs:")
-    found: dict[str, str | None] = {}
-    for k in range(start + 1, len(lines)):
-        m = re.match(r"^  ([\w-]+):\s*$", lines[k])
-        if not m:
-            continue
-        j, comment = k - 1, []
-        while j > start and lines[j].startswith("  #"):
-            comment.insert(0, lines[j].strip().lstrip("#").strip())
-            j -= 1
-        hit = ESTIMATE.search("# " + " ".join(comment))
-        found[m.group(1)] = None if not hit else (hit.group(1) or "<1")
-    return found
-
-
 @pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
 def test_every_job_says_its_expected_time_on_a_runner(path: Path) -> None:
-    found = job_estimates(path)
+    found = runner.job_estimates(path)
     assert set(found) == set(load(path)["jobs"])
     assert [j for j, v in found.items() if v is None] == [], f"{path.name}: jobs without"
 
 
 def test_the_check_job_is_rehearsed_and_takes_at_most_ten_minutes() -> None:
     """.ci/rehearsal.json (`nox -s rehearse`) timed the check job's steps as ci.yml has them now
-    (same names, same order), and the job's comment is at least that time, and at most 10 min.
+    (same names, same order), and the job's comment is at least the computing it measured
+    (vitbook.site.runner.estimate_minutes), and at most 10 min.
     (Skipped only inside a rehearsal: the record it checks is the one that run is writing.)"""
     if os.environ.get("VITBOOK_REHEARSAL"):
         pytest.skip("inside `nox -s rehearse`, which writes the record this test reads")
-    record = json.loads((ROOT / ".ci" / "rehearsal.json").read_text())
+    record = runner.rehearsal(ROOT)
     check = load(PAGES)["jobs"]["check"]
     assert record["workflow"] == ".github/workflows/ci.yml" and record["job"] == "check"
     import importlib.util
@@ -395,5 +376,16 @@ def test_the_check_job_is_rehearsed_and_takes_at_most_ten_minutes() -> None:
     spec.loader.exec_module(rehearse)
     assert [s["name"] for s in record["steps"]] == [rehearse.step_name(s) for s in check["steps"]]
     assert record["ok"] and all(s["ok"] for s in record["steps"])
-    minutes = int(job_estimates(PAGES)["check"])
-    assert record["seconds"] / 60 <= minutes <= 10, (record["seconds"], minutes)
+    minutes = runner.job_estimates(PAGES)["check"]
+    assert runner.estimate_minutes(record) <= minutes <= 10, (record, minutes)
+    assert all(0 < s["cpu_seconds"] or s["kind"] == "uses" for s in record["steps"])
+
+
+def test_a_jobs_estimate_is_read_from_the_comment_above_it(tmp_path):
+    wf = tmp_path / "w.yml"
+    wf.write_text(
+        "on: push\njobs:\n  # Expected on a 2-core runner: about 7 min (why)\n  a:\n"
+        "    runs-on: x\n  # Expected on a 2-core runner: under 1 min\n  b:\n    runs-on: x\n"
+        "  c:\n    runs-on: x\n"
+    )
+    assert runner.job_estimates(wf) == {"a": 7, "b": 0, "c": None}

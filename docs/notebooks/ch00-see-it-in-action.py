@@ -14,8 +14,8 @@
 # The companion of [Chapter 0](../../00-see-it-in-action/) of *Vision Transformers, Computed*. It
 # recomputes the chapter's main results with the book's package, `vitbook`, on a CPU in well
 # under two minutes. Download it with the button at the top of its page, or open it in Colab
-# with the Colab button; the first cell installs `vitbook` as the edition of the book this
-# notebook belongs to, if it is missing.
+# with the Colab button; the first cell installs `vitbook`, if it is missing, at the edition
+# or the commit of the book this copy belongs to.
 
 # %%
 # Install the book's package unless it is installed (on Colab or a fresh machine): the edition

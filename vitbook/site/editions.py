@@ -620,6 +620,13 @@ def build_dist(root: Path, dist: Path) -> list[Path]:
         return _build(Path(tmp), dist)
 
 
+def dist_size(path: Path) -> str:
+    """What the release build prints of a file it attaches: its kind, name and size."""
+    kind = {".whl": "wheel", ".gz": "sdist"}.get(path.suffix, "file")
+    size = path.stat().st_size
+    return f"{kind} {path.name}: {size / 1e6:.2f} MB ({size:,} bytes)"
+
+
 def _build(src: Path, dist: Path) -> list[Path]:
     code = (
         "import sys; from setuptools import build_meta as b; d = sys.argv[1]; "
@@ -660,7 +667,8 @@ def release(root: Path, version: str, dist: Path, *, branch: str = "gh-pages") -
     ed = deploy(root, version, branch=branch, pdf=True, site_dir=site)
     if ed.edition:
         dist.mkdir(parents=True, exist_ok=True)
-        build_dist(Path(root), dist)
+        for path in build_dist(Path(root), dist):
+            print(dist_size(path), flush=True)
         for pdf in sorted((site / "pdf").glob("*.pdf")):
             shutil.copyfile(pdf, dist / pdf.name)
         shutil.copyfile(site / "CITATION.cff", dist / "CITATION.cff")

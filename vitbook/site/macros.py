@@ -384,6 +384,48 @@ def frozen_summary(folder: Path) -> Chapter:
     return Chapter("frozen", facts)
 
 
+def runner_summary(root: Path) -> Chapter:
+    """What ``docs/building.md`` says of the workflows on a runner, read from the rehearsal of
+    the check job (``.ci/rehearsal.json``) and the jobs' comments (:mod:`vitbook.site.runner`);
+    empty (so a page that prints from it fails) in a project without a rehearsal."""
+    from vitbook.site import runner
+
+    try:
+        record = runner.rehearsal(root)
+    except (OSError, ValueError):
+        return Chapter("runner", {})
+    check = runner.job_estimates(Path(root) / ".github" / "workflows" / "ci.yml")["check"]
+    values = {
+        "wall_min": (record["seconds"] / 60, f"{record['seconds'] / 60:.0f}"),
+        "cpu_min": (record["cpu_seconds"] / 60, f"{record['cpu_seconds'] / 60:.1f}"),
+        "compute_min": (runner.estimate_minutes(record), f"{runner.estimate_minutes(record):.1f}"),
+        "load": (record["load_after"], f"{record['load_after']:.0f}"),
+        "cpus": (record["cpus"], f"{record['cpus']}"),
+        "commit": (0, record["commit"][:7]),
+        "date": (0, record["date"]),
+        "check_min": (check, f"{check}"),
+    }
+    return Chapter("runner", {k: {"value": v, "text": t} for k, (v, t) in values.items()})
+
+
+def runner_tables(root: Path) -> tuple[str, str]:
+    """Markdown tables: the check job's rehearsed steps with their seconds, and every job of
+    every workflow with its expected time on a runner."""
+    from vitbook.site import runner
+
+    record = runner.rehearsal(root)
+    rows = ["| Step of `check` | Here: wall s | Here: CPU s |", "|---|--:|--:|"]
+    for st in record["steps"]:
+        name = st["name"] if st["kind"] == "run" else f"`{st['name']}` (a stand-in here)"
+        rows.append(f"| {name} | {st['seconds']:.0f} | {st['cpu_seconds']:.0f} |")
+    jobs = ["| Workflow | Job | Expected on a 2-core runner |", "|---|---|---|"]
+    for path in sorted((Path(root) / ".github" / "workflows").glob("*.yml")):
+        for job, minutes in runner.job_estimates(path).items():
+            when = "under 1 min" if minutes == 0 else f"about {minutes} min"
+            jobs.append(f"| `{path.name}` | `{job}` | {when} |")
+    return "\n".join(rows), "\n".join(jobs)
+
+
 def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads best here
     """Called by mkdocs-macros: register the book's variables, macros and filters."""
     conf = env.conf
@@ -391,6 +433,18 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     facts_path = Path(env.project_dir) / "figures" / "facts.json"
     env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
+    env.variables["runner"] = runner_summary(Path(env.project_dir))
+
+    @env.macro
+    def runner_steps() -> str:
+        """The check job's steps as rehearsed here (docs/building.md)."""
+        return runner_tables(Path(env.project_dir))[0]
+
+    @env.macro
+    def runner_jobs() -> str:
+        """Every workflow job's expected time on a runner (docs/building.md)."""
+        return runner_tables(Path(env.project_dir))[1]
+
     extra = conf.get("extra", {})
     ed = editions.current(Path(env.project_dir), conf)
     version = ed.edition or ed.version
