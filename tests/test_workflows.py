@@ -389,3 +389,27 @@ def test_a_jobs_estimate_is_read_from_the_comment_above_it(tmp_path):
         "  c:\n    runs-on: x\n"
     )
     assert runner.job_estimates(wf) == {"a": 7, "b": 0, "c": None}
+
+
+def test_the_building_page_prints_the_rehearsal_and_the_estimates_from_their_files(tmp_path):
+    """docs/building.md's numbers of the runner come from .ci/rehearsal.json and the jobs'
+    comments (vitbook.site.macros.runner_summary, runner_tables), not from the page."""
+    from vitbook.site import macros
+
+    (tmp_path / ".ci").mkdir()
+    shutil.copytree(WORKFLOWS, tmp_path / ".github" / "workflows")
+    assert macros.runner_summary(tmp_path)._facts == {}  # no rehearsal: the page cannot print
+    record = {"commit": "f" * 40, "date": "2026-12-07", "cpus": 2, "load_after": 3.0,
+              "seconds": 600.0, "cpu_seconds": 240.0,
+              "steps": [{"name": "Quick tier", "kind": "run", "seconds": 500.0,
+                         "cpu_seconds": 200.0, "ok": True},
+                        {"name": "actions/checkout", "kind": "uses", "seconds": 100.0,
+                         "cpu_seconds": 40.0, "ok": True}]}  # fmt: skip
+    (tmp_path / ".ci" / "rehearsal.json").write_text(json.dumps(record))
+    facts = macros.runner_summary(tmp_path)
+    assert facts["wall_min"].text == "10" and facts["cpu_min"].text == "4.0"
+    assert facts["compute_min"].text == "4.0" and facts["commit"].text == "fffffff"
+    assert facts["check_min"].text == str(runner.job_estimates(PAGES)["check"])
+    steps, jobs = macros.runner_tables(tmp_path)
+    assert "| Quick tier | 500 | 200 |" in steps and "`actions/checkout` (a stand-in here)" in steps
+    assert "| `ci.yml` | `check` | about" in jobs and "| `verify.yml` | `runs` | about" in jobs

@@ -395,10 +395,12 @@ def runner_summary(root: Path) -> Chapter:
     except (OSError, ValueError):
         return Chapter("runner", {})
     check = runner.job_estimates(Path(root) / ".github" / "workflows" / "ci.yml")["check"]
+    cpu = record.get("cpu_seconds")
+    compute = runner.estimate_minutes(record)
     values = {
         "wall_min": (record["seconds"] / 60, f"{record['seconds'] / 60:.0f}"),
-        "cpu_min": (record["cpu_seconds"] / 60, f"{record['cpu_seconds'] / 60:.1f}"),
-        "compute_min": (runner.estimate_minutes(record), f"{runner.estimate_minutes(record):.1f}"),
+        "cpu_min": (cpu or 0.0, f"{cpu / 60:.1f}" if cpu is not None else "(not measured)"),
+        "compute_min": (compute, f"{compute:.1f}"),
         "load": (record["load_after"], f"{record['load_after']:.0f}"),
         "cpus": (record["cpus"], f"{record['cpus']}"),
         "commit": (0, record["commit"][:7]),
@@ -417,7 +419,8 @@ def runner_tables(root: Path) -> tuple[str, str]:
     rows = ["| Step of `check` | Here: wall s | Here: CPU s |", "|---|--:|--:|"]
     for st in record["steps"]:
         name = st["name"] if st["kind"] == "run" else f"`{st['name']}` (a stand-in here)"
-        rows.append(f"| {name} | {st['seconds']:.0f} | {st['cpu_seconds']:.0f} |")
+        cpu = st.get("cpu_seconds")
+        rows.append(f"| {name} | {st['seconds']:.0f} | {'—' if cpu is None else f'{cpu:.0f}'} |")
     jobs = ["| Workflow | Job | Expected on a 2-core runner |", "|---|---|---|"]
     for path in sorted((Path(root) / ".github" / "workflows").glob("*.yml")):
         for job, minutes in runner.job_estimates(path).items():
@@ -434,6 +437,9 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
     env.variables["runner"] = runner_summary(Path(env.project_dir))
+    # False before the first `nox -s rehearse` (tests/test_workflows.py fails then): the page
+    # says that no rehearsal is recorded instead of failing the build
+    env.variables["runner_recorded"] = (Path(env.project_dir) / ".ci" / "rehearsal.json").is_file()
 
     @env.macro
     def runner_steps() -> str:
