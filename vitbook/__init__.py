@@ -12,8 +12,7 @@ Rooms, with one-way arrows between them:
 * ``engine``: registry, cache, frozen runs, rendering, facts, verification and the command line
   (knows nothing of ViTs);
 * ``figures``: one module per chapter, which uses all of the above; only the engine imports them;
-* ``site``: the MkDocs macros and hooks, editions, provenance cards, formulas, the PDF, the
-  workflows' runner times; reads
+* ``site``: the MkDocs macros and hooks, editions, provenance cards, formulas, the PDF; reads
   what the engine wrote and imports no figure module.
 """
 
