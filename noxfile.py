@@ -10,6 +10,12 @@ nox -s serve      a live preview on http://127.0.0.1:8000
 nox -s tests      the whole test suite, browser tests included (needs Debian's chromium): every
                   item recomputed from the frozen runs, and a rotating shard of runs retrained
 nox -s tests -- -m "not slow"   the quick tier: no site build, browser, notebook or training tests
+nox -s check      what the pull-request check (ci.yml's `check` job) runs after lint, in one
+                  environment: `-- quick figures site smoke` (the default: all four, in order)
+                  are the quick tier, `figures --check`, the site built strictly with its PDF,
+                  and the browser smoke test of that site
+nox -s rehearse   ci.yml's `check` job, its `run:` steps read from the workflow, in a clean
+                  clone of HEAD, each step timed (.ci/rehearse.py; writes .ci/rehearsal.json)
 nox -s verify     retrain every frozen run from nothing and compare (`-- --shard K/N`: a part)
 nox -s edition -- X.Y.Z   the edition tagged vX.Y.Z (and its PDF) into the gh-pages branch with
                   mike, its wheel, sdist, PDFs and CITATION.cff into dist/; `-- latest` the
@@ -21,6 +27,11 @@ nox -s bench      the model's speed benchmarks, Lighthouse scores per chapter an
                   data sizes and repaint times (not a test); `nox -s bench -- --cold-build`
                   also times every item recomputed from the frozen runs (`python -m vitbook
                   verify`)
+
+On a GitHub runner each job sets ``VITBOOK_TORCH_INDEX`` to PyTorch's CPU wheel index: torch is then
+installed first from there (the CPU build, whose version string ``2.13.0+cpu`` the keys and
+frozen runs name; PyPI's Linux wheel is the CUDA build and says ``2.13.0``), and the rest of
+requirements.txt from PyPI. Unset (here), pip's own configuration decides.
 
 A session installs nothing when the pins did not change since it last installed them (a stamp
 of requirements.txt and pyproject.toml in the session's environment, of package-lock.json in
@@ -59,12 +70,24 @@ def stamped(stamp: Path, value: str) -> bool:
         return False
 
 
+def torch_pin() -> str:
+    """The line of requirements.txt that pins torch (``torch==2.13.0``)."""
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.strip().lower().startswith("torch=="):
+            return line.strip()
+    raise RuntimeError("requirements.txt pins no torch")
+
+
 def install(session: nox.Session, *, npm: bool = True) -> None:
     """The pinned requirements (torch 2.13.0, the CPU build), the package, and MathJax; each
-    skipped when its stamp says it is installed as pinned."""
-    pins = digest("requirements.txt", "pyproject.toml")
+    skipped when its stamp says it is installed as pinned. With ``$VITBOOK_TORCH_INDEX`` (the
+    workflows: PyTorch's CPU wheel index) torch comes from that index, alone and first."""
+    index = os.environ.get("VITBOOK_TORCH_INDEX", "")
+    pins = digest("requirements.txt", "pyproject.toml") + (f"\0{index}" if index else "")
     stamp = Path(session.virtualenv.location) / ".vitbook-pins"
     if not stamped(stamp, pins):
+        if index:  # its dependencies come next, at their pins, from requirements.txt
+            session.install("--no-deps", "--index-url", index, torch_pin())
         session.install("-r", "requirements.txt")
         session.install("--no-deps", "-e", ".")
         stamp.write_text(pins)
@@ -72,7 +95,7 @@ def install(session: nox.Session, *, npm: bool = True) -> None:
         lock = digest("package-lock.json")
         npm_stamp = ROOT / "node_modules" / ".vitbook-lock"
         if not stamped(npm_stamp, lock):
-            session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+            session.run_install("npm", "ci", "--no-audit", "--no-fund", external=True)
             npm_stamp.write_text(lock)
 
 
@@ -138,22 +161,61 @@ def serve(session: nox.Session) -> None:
     session.run("mkdocs", "serve", "--dev-addr", "127.0.0.1:8000", *session.posargs, env=ENV)
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    install(session)
-    env = dict(ENV, PLAYWRIGHT_BROWSERS_PATH="0")
+def pytest(session: nox.Session, args: list[str], **extra: str) -> None:
+    env = dict(ENV, PLAYWRIGHT_BROWSERS_PATH="0", **extra)
     for name in ("CI", "VITBOOK_CHROMIUM", "VITBOOK_ROTATION"):
         if os.environ.get(name):
             env[name] = os.environ[name]
-    args = list(session.posargs)
-    if "-m" not in args:  # the whole suite unless a marker expression is given
-        args = ["-m", "", *args]
     if not any(a.startswith(("-n", "--numprocesses", "-p")) for a in args):
         # two workers (more on a larger machine), each test file on one of them: see the order
         # in tests/conftest.py; `-n 0` runs in one process
         args = ["--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile",
                 "--no-loadscope-reorder", *args]  # fmt: skip
     session.run("pytest", *args, env=env)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    install(session)
+    args = list(session.posargs)
+    if "-m" not in args:  # the whole suite unless a marker expression is given
+        args = ["-m", "", *args]
+    pytest(session, args)
+
+
+CHECK_PARTS = ("quick", "figures", "site", "smoke")
+
+
+@nox.session(python=PYTHON)
+def check(session: nox.Session) -> None:
+    """The pull-request check after lint, in one environment (one install, not one per
+    session): `-- quick figures site smoke`, or any of them in that order. `site` is the strict
+    build with its PDF (`nox -s pdf` without computing figures: `figures` checked them)."""
+    parts = session.posargs or list(CHECK_PARTS)
+    unknown = [p for p in parts if p not in CHECK_PARTS]
+    if unknown:
+        session.error(f"unknown part {unknown}: the parts are {' '.join(CHECK_PARTS)}")
+    install(session)
+    for part in parts:
+        if part == "quick":
+            pytest(session, ["-m", "not slow"])
+        elif part == "figures":
+            session.run("python", "-m", "vitbook", "figures", "--check", env=ENV)
+        elif part == "site":
+            session.run("mkdocs", "build", "--strict", "--site-dir", "site",
+                        env=ENV | {"VITBOOK_PDF": "1"})  # fmt: skip
+            session.run("python", "-m", "vitbook.site.pdf", "site", env=ENV)
+        else:
+            pytest(session, ["-m", "smoke"], VITBOOK_SITE=os.path.abspath("site"))
+
+
+@nox.session(python=PYTHON)
+def rehearse(session: nox.Session) -> None:
+    """ci.yml's `check` job here: its `run:` steps in order in a clean clone of HEAD, each
+    timed; `uses:` steps stand in for what this machine has (.ci/rehearse.py)."""
+    session.install(*[line.strip() for line in open("requirements.txt")
+                      if line.startswith("PyYAML==")])  # fmt: skip
+    session.run("python", ".ci/rehearse.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -177,7 +239,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     lock = digest("package-lock.json")
     if not stamped(ROOT / "node_modules" / ".vitbook-lock", lock):
-        session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+        session.run_install("npm", "ci", "--no-audit", "--no-fund", external=True)
         (ROOT / "node_modules" / ".vitbook-lock").write_text(lock)
     session.run("npx", "--no-install", "eslint", "docs/javascripts", external=True)
     session.run("actionlint")

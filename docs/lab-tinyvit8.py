@@ -33,23 +33,38 @@
 # Download this notebook with the button at the top of the page and run it yourself.
 
 # %%
-# Install the book's package, at the edition this notebook belongs to, unless it is already
-# installed (on Colab or a fresh machine; see the README).
+# Install the book's package unless it is installed (on Colab or a fresh machine): the edition
+# this notebook belongs to, or else the commit the book's site built this copy from. A torch
+# that is already installed is kept; where there is none, torch 2.13.0's CPU build comes first.
+# The book's numbers were computed with that torch: with another, their last digits can differ.
 import importlib.util
+import os
 import subprocess
 import sys
 
 EDITION = None  # this notebook's edition, written when one is released; None: none is yet
+COMMIT = None  # the commit of this copy, written by the site's build
 REPO = "https://github.com/vitbook/vitbook"
 if importlib.util.find_spec("vitbook") is None:
-    if EDITION is None:
+    SOURCE = os.environ.get("VITBOOK_SOURCE")  # another copy of the repository: git+URL
+    if EDITION is not None and SOURCE is None:
+        WHEEL = f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"
+        PACKAGE = f"vitbook @ {WHEEL}"
+    elif EDITION is not None or COMMIT is not None:
+        REF = f"v{EDITION}" if EDITION is not None else COMMIT
+        PACKAGE = f"vitbook @ {SOURCE or 'git+' + REPO}@{REF}"
+    else:
         raise RuntimeError(
-            "No edition of the book has been released yet, so there is no vitbook package to "
-            f"install by its version. Install it from the repository: git clone {REPO}, then "
-            "pip install -e ./vitbook"
+            "This copy names no edition and no commit of the book: download the notebook from "
+            f"its page of the book (or open it in Colab from there), or git clone {REPO}, "
+            "then pip install -e ./vitbook"
         )
-    WHEEL = f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"vitbook @ {WHEEL}"], check=True)
+    PIP = [sys.executable, "-m", "pip", "install", "-q"]
+    if importlib.util.find_spec("torch") is None:
+        INDEX = os.environ.get("VITBOOK_TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
+        subprocess.run([*PIP, "torch==2.13.0", *(["--index-url", INDEX] if INDEX else [])],
+                       check=True)
+    subprocess.run([*PIP, PACKAGE], check=True)
 
 # %%
 import math

@@ -203,6 +203,23 @@ def test_the_repository_files_agree_on_the_book_version():
         assert installs is None or installs in released, (nb.name, installs, released)
 
 
+def test_the_release_build_prints_the_size_of_the_wheel_and_the_sdist(tmp_path):
+    """`editions.py release` (`nox -s edition -- X.Y.Z`) prints each file it builds for the
+    release with its size: the wheel's is what a reader's `pip install` downloads."""
+    import inspect
+
+    wheel = tmp_path / "vitbook-0.2.0-py3-none-any.whl"
+    wheel.write_bytes(b"x" * 1_234_567)
+    assert editions.dist_size(wheel) == (
+        "wheel vitbook-0.2.0-py3-none-any.whl: 1.23 MB (1,234,567 bytes)"
+    )
+    sdist = tmp_path / "vitbook-0.2.0.tar.gz"
+    sdist.write_bytes(b"x" * 10)
+    assert editions.dist_size(sdist) == "sdist vitbook-0.2.0.tar.gz: 0.00 MB (10 bytes)"
+    source = inspect.getsource(editions.release)
+    assert "print(dist_size(path)" in source and "build_dist(" in source
+
+
 # --- the release steps, locally ---------------------------------------------------------------
 
 SMALL = """INHERIT: mkdocs.yml

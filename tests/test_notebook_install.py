@@ -10,8 +10,16 @@ installed twice; a path file does not run the editable install's hook, so the ch
 importable), and each notebook's first cells run there, from an empty folder, offline: the
 install cell (which finds the package and installs nothing), every import the notebook makes,
 and the first computing cell of the notebooks that compute in seconds. The install cell itself
-is checked without the package: with no edition released it says so, and with an edition it
-installs that edition's wheel from its release.
+is checked without the package: a copy that names no edition and no commit (the repository's
+own) says where to get one that does, and an edition's installs that edition's wheel from its
+release.
+
+Then as a reader on a fresh machine meets it (issue 34): a venv that has only pip, the fastest
+chapter notebook's published copy (its install cell naming this commit), the cell installing
+torch (here from this machine's own store, with plain pip) and the package from a clone of the
+repository at that commit (``VITBOOK_SOURCE``: GitHub is not reachable here), then the
+notebook's cells. The same venv then installs the wheel and the sdist of this checkout, and
+each gives a working ``python -m vitbook --help`` and ``import vitbook.model``.
 """
 
 from __future__ import annotations
@@ -141,25 +149,143 @@ def install_cell(name: str) -> str:
     return cells(name)[0]
 
 
-def test_without_an_edition_the_install_cell_says_so(tmp_path):
-    """In a venv without vitbook, the cell of a notebook that names no edition stops with a
-    message that says no edition has been released, and tries no install."""
+def test_a_copy_naming_no_edition_and_no_commit_says_where_to_get_one(tmp_path):
+    """In a venv without vitbook, the cell as the repository holds it (no edition yet, and a
+    file cannot name its own commit) stops with a message that says where a copy that installs
+    comes from, and tries no install."""
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     cell = editions.set_notebook_edition(install_cell("notebooks/ch02-patches.py"), None)
+    assert editions.notebook_commit(cell) is None
     proc = run(bare / "bin" / "python", cell, tmp_path)
     assert proc.returncode != 0
-    assert "RuntimeError: No edition of the book has been released yet" in proc.stderr
+    assert "RuntimeError: This copy names no edition and no commit of the book" in proc.stderr
     assert "No module named pip" not in proc.stderr  # it did not try to install anything
+
+
+def with_torch(bare: Path) -> Path:
+    """``bare``'s python, seeing the test environment's torch (and the rest) through a path
+    file, which does not run the editable install's hook: vitbook stays missing."""
+    python = bare / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, env=clean_env(),
+    ).stdout.strip()  # fmt: skip
+    Path(site, "book-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
 
 
 def test_with_an_edition_the_install_cell_installs_its_wheel(tmp_path):
     """The cell of an edition's notebook installs that edition's wheel from its release (here
-    offline, so pip fails, and the error names what it tried to install)."""
+    offline, so pip fails, and the error names what it tried to install); a torch that is there
+    is kept (nothing else is installed first)."""
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True, env=clean_env())
     cell = editions.set_notebook_edition(install_cell("notebooks/ch02-patches.py"), "9.8.7")
-    proc = run(bare / "bin" / "python", cell, tmp_path)
+    proc = run(with_torch(bare), cell, tmp_path)
     assert proc.returncode != 0
     url = editions.wheel_url("https://github.com/vitbook/vitbook", "9.8.7")
     assert f"vitbook @ {url}" in proc.stderr, proc.stderr[-2000:]
+    assert "torch==" not in proc.stderr
+
+
+def test_without_torch_the_install_cell_installs_torchs_cpu_build_first(tmp_path):
+    """Where no torch is installed, the cell asks PyTorch's CPU index for the book's torch
+    before the package (offline here: the error names what it tried)."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", str(bare)], check=True, env=clean_env())
+    cell = editions.install_cell(None, "0" * 40)
+    proc = run(bare / "bin" / "python", cell, tmp_path)
+    assert proc.returncode != 0
+    assert f"'torch==2.13.0', '--index-url', '{editions.TORCH_CPU_INDEX}'" in proc.stderr
+    assert "vitbook @" not in proc.stderr  # it stopped at torch
+
+
+# --- a fresh machine: only pip, the published copy's install cell, then the notebook ------------
+
+#: the chapter notebook that runs fastest whole (about 12 s here, with its imports)
+FRESH = "notebooks/ch03-patch-embedding.py"
+
+
+def pip_env(**extra: str) -> dict[str, str]:
+    """This machine's pip as a reader's would be (its own configuration: here a local store
+    that holds torch's CPU build), without the test environment's Python variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "Agg", **extra}
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """A venv with only pip, into which the published copy's install cell put torch and the
+    package at this commit; returns (python, commit, the cell's run)."""
+    tmp = tmp_path_factory.mktemp("fresh")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    clone = tmp / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", f"file://{ROOT}", str(clone)],
+                   check=True)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, env=pip_env())
+    python = tmp / "venv" / "bin" / "python"
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True,
+                            capture_output=True, text=True, env=pip_env()).stdout  # fmt: skip
+    # what `python -m venv` gives: pip (and, before Python 3.12, setuptools)
+    assert {line.split("==")[0] for line in listed.split()} <= {"pip", "setuptools"}, listed
+    from vitbook.site import notebooks
+
+    copy = json.loads(notebooks.site_copy(ROOT / "docs" / FRESH, commit))
+    code = ["".join(c["source"]) for c in copy["cells"] if c["cell_type"] == "code"]
+    assert editions.notebook_commit(code[0]) == commit
+    work = tmp / "work"
+    work.mkdir()
+    # file://localhost/...: the pip that `python -m venv` brings (23.2 with Python 3.11) rejects
+    # a git+file:/// address, which has no host
+    env = pip_env(VITBOOK_SOURCE=f"git+file://localhost{clone}", VITBOOK_TORCH_INDEX="")
+    proc = subprocess.run([str(python), "-c", code[0]], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return python, commit, code, work
+
+
+def test_a_chapter_notebook_runs_on_a_fresh_machine_from_its_install_cell(fresh):
+    """The cell installed torch 2.13.0 (the CPU build, from the store here) and vitbook from the
+    repository at the commit the copy names; then every cell of the notebook runs."""
+    python, commit, code, work = fresh
+    probe = (
+        "import json, importlib.metadata as m; d = m.distribution('vitbook'); "
+        "print(json.dumps({'torch': m.version('torch'), "
+        "'url': json.loads(d.read_text('direct_url.json'))}))"
+    )
+    out = subprocess.run([str(python), "-c", probe], cwd=work, env=pip_env(), check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    info = json.loads(out)
+    assert info["torch"] == "2.13.0+cpu"
+    assert info["url"]["vcs_info"]["commit_id"] == commit, info
+    body = "\n\n".join(code)  # the install cell again (it finds vitbook: nothing to do), the rest
+    proc = subprocess.run([str(python), "-c", body], cwd=work, env=pip_env(), capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert proc.stdout.strip(), "the notebook printed nothing"
+
+
+def test_the_wheel_and_the_sdist_install_and_run_on_a_fresh_machine(fresh, tmp_path):
+    """The wheel holds the package and nothing of the book's build (no figures, frozen runs,
+    tests or pages); it and the sdist each install into the fresh venv and give a working
+    `python -m vitbook --help` and `import vitbook.model`."""
+    import zipfile
+
+    python, _, _, work = fresh
+    wheel, sdist = editions.build_dist(ROOT, tmp_path / "dist")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "vitbook/model.py" in names and "vitbook/engine/cli.py" in names
+    tops = {n.split("/")[0] for n in names}
+    assert tops <= {"vitbook", f"vitbook-{editions.package_version(ROOT)}.dist-info"}, tops
+    heavy = [n for n in names if n.endswith((".png", ".svg", ".safetensors", ".ipynb"))]
+    assert heavy == [] and not any("/frozen/" in n or "/tests/" in n for n in names)
+    for dist in (wheel, sdist):
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                        "--force-reinstall", str(dist)], check=True, env=pip_env())  # fmt: skip
+        for cmd in (["-m", "vitbook", "--help"], ["-c", "import vitbook.model as m; print(m)"]):
+            proc = subprocess.run([str(python), *cmd], cwd=work, env=pip_env(),
+                                  capture_output=True, text=True)  # fmt: skip
+            assert proc.returncode == 0, (dist.name, cmd, proc.stderr[-2000:])
+            assert str(work.parent / "venv") in proc.stdout or "usage" in proc.stdout.lower()

@@ -168,21 +168,79 @@ def test_every_chapter_has_a_notebook():
 
 
 @pytest.mark.parametrize("name", ["lab-tinyvit8.py", "practice.py", *CHAPTER_NOTEBOOKS])
-def test_first_code_cell_installs_the_edition_it_belongs_to(name):
-    """The first cell installs the wheel of the edition the notebook names (a release that
-    exists), or, before the first release, says that none exists (tests/test_notebook_install.py
-    runs both branches)."""
+def test_first_code_cell_installs_the_edition_or_commit_it_belongs_to(name):
+    """The first cell is the book's install cell (editions.INSTALL_CELL), naming an edition
+    that exists or none; the repository's copy names no commit (the site's copy does, below).
+    tests/test_notebook_install.py runs its branches."""
     from vitbook.site import editions
 
     code = [c for c in read(name).cells if c.cell_type == "code"]
     first = code[0].source
     edition = editions.notebook_edition(first)
     assert edition is None or edition in editions.tags(DOCS.parent), edition
-    assert 'f"{REPO}/releases/download/v{EDITION}/vitbook-{EDITION}-py3-none-any.whl"' in first
-    assert 'REPO = "https://github.com/vitbook/vitbook"' in first
-    assert "No edition of the book has been released yet" in first
+    assert editions.notebook_commit(first) is None
+    assert first == editions.install_cell(edition).rstrip("\n"), (
+        "run `python -m vitbook.site.notebooks`"
+    )
     assert 'find_spec("vitbook") is None' in first  # installed copies (tests, site) skip it
-    assert "pip" in first and "install" in first
+    assert 'find_spec("torch") is None' in first  # a reader's torch is kept
+    assert "their last digits can differ" in first
+
+
+def test_the_install_cell_installs_the_torch_that_requirements_pins():
+    from vitbook.site import editions
+
+    pins = (DOCS.parent / "requirements.txt").read_text().splitlines()
+    (torch,) = [line for line in pins if line.startswith("torch==")]
+    assert f'"{torch}"' in editions.INSTALL_CELL
+    assert editions.TORCH_CPU_INDEX in editions.INSTALL_CELL
+
+
+def git_has(obj: str) -> bool:
+    import subprocess
+
+    proc = subprocess.run(["git", "cat-file", "-e", obj], cwd=DOCS.parent, capture_output=True)
+    return proc.returncode == 0
+
+
+@pytest.mark.parametrize("name", ["lab-tinyvit8.py", "practice.py", *CHAPTER_NOTEBOOKS])
+def test_the_published_copy_names_a_commit_or_edition_that_exists(name):
+    """The .ipynb the site publishes beside each notebook's page (what its download button
+    gives and the latest text's Colab button opens) is the twin with its install cell naming
+    the commit this build is of, which exists in the repository; an edition's names its tag."""
+    import json
+
+    from vitbook.site import editions
+
+    ed = editions.current(DOCS.parent)
+    assert ed.commit, "no git here"
+    nb = json.loads(twins.site_copy(DOCS / name, ed.commit))
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    commit, edition = editions.notebook_commit(first), editions.notebook_edition(first)
+    assert commit == ed.commit and git_has(f"{commit}^{{commit}}")
+    assert edition is None or git_has(f"v{edition}^{{commit}}")
+    # the rest is the twin: only that line differs
+    twin = json.loads((DOCS / name).with_suffix(".ipynb").read_text(encoding="utf-8"))
+    unstamped = ["".join(c["source"]) for c in nb["cells"]]
+    unstamped = [editions.set_notebook_commit(src, None) for src in unstamped]
+    assert unstamped == ["".join(c["source"]) for c in twin["cells"]]
+    assert "".join("".join(c["source"]) for c in nb["cells"]).count(ed.commit) == 1
+    assert not git_has("0" * 40 + "^{commit}")  # the check can fail
+
+
+def test_colab_opens_an_editions_twin_at_its_tag_and_the_latest_texts_published_copy():
+    from vitbook.site import editions
+
+    ed = {"edition": "1.2.0", "ref": "v1.2.0", "path": "1.2.0"}
+    blob = editions.colab_blob(ed, "notebooks/ch02-patches.py")
+    assert blob == "v1.2.0/docs/notebooks/ch02-patches.ipynb"
+    latest = {"edition": None, "ref": "abc", "path": "latest"}
+    blob = editions.colab_blob(latest, "notebooks/ch02-patches.py")
+    assert blob == "gh-pages/latest/notebooks/ch02-patches/ch02-patches.ipynb"
+    # where macros.on_post_build writes it: <page folder>/<name>.ipynb under the version
+    assert editions.colab_blob({**latest, "path": None}, "lab-tinyvit8.py") == (
+        "gh-pages/latest/lab-tinyvit8/lab-tinyvit8.ipynb"
+    )
 
 
 def test_colab_twins_are_in_sync():

@@ -14,6 +14,7 @@ editions from tags, the scheduled retraining, Dependabot.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +25,10 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import noxfile  # noqa: E402
+from vitbook.site import runner  # noqa: E402
+
 WORKFLOWS = ROOT / ".github" / "workflows"
 PAGES = WORKFLOWS / "ci.yml"  # the checks, then the Pages build and deploy
 RELEASE = WORKFLOWS / "release.yml"  # a tag vX.Y.Z: an edition, its release, Pages
@@ -72,9 +77,13 @@ def test_pages_workflow_exists() -> None:
 def test_pull_requests_are_checked_and_pages_deploys_only_after_the_checks() -> None:
     wf = load(PAGES)
     assert "pull_request" in wf["on"] and wf["on"]["push"]["branches"] == ["main"]
-    runs = " ".join(s.get("run", "") for s in wf["jobs"]["check"]["steps"])
-    for step in ("nox -s lint", '-m "not slow"', "figures -- --check", "nox -s book", "-m smoke"):
-        assert step in runs, f"the check job does not run {step!r}"
+    runs = [s["run"].strip() for s in wf["jobs"]["check"]["steps"] if "run" in s]
+    # lint, then one nox environment for the quick tier, `figures --check`, the strict site
+    # build with its PDF and the smoke test (noxfile.py's `check` session), in that order
+    parts = ["nox -s lint", "nox -s check --install-only"]
+    parts += [f"nox -s check -- {part}" for part in noxfile.CHECK_PARTS]
+    assert [r for r in runs if r in parts] == parts, runs
+    assert noxfile.CHECK_PARTS == ("quick", "figures", "site", "smoke")
     assert (
         wf["jobs"]["pages"]["needs"] == "check" and "refs/heads/main" in wf["jobs"]["pages"]["if"]
     )
@@ -237,3 +246,170 @@ def test_the_pull_request_template_carries_contributings_figure_checklist() -> N
     contributing = (ROOT / "CONTRIBUTING.md").read_text()
     assert len(items) >= 6
     assert [i for i in items if f"- {i}\n" not in contributing] == []
+
+
+# --- what a runner installs, caches, uploads, and how long it takes ---------------------------
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def installs_requirements(job: dict) -> bool:
+    """Whether a job runs a nox session that installs requirements.txt (all but lint)."""
+    runs = " ".join(s.get("run", "") for s in job.get("steps", []))
+    return any(name != "lint" for name in re.findall(r"\bnox -s (\w+)", runs))
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_every_job_that_installs_the_requirements_gets_torchs_cpu_build(path: Path) -> None:
+    """On a runner, `pip install torch==2.13.0` takes PyPI's CUDA build, whose version string
+    (`2.13.0`) is not the one the keys name (`2.13.0+cpu`): each such job names PyTorch's CPU
+    index for noxfile.py's install."""
+    jobs = {n: j for n, j in load(path)["jobs"].items() if installs_requirements(j)}
+    assert jobs, f"{path.name}: no job installs the requirements"
+    for name, job in jobs.items():
+        assert (job.get("env") or {}).get("VITBOOK_TORCH_INDEX") == CPU_INDEX, name
+
+
+class FakeSession:
+    def __init__(self, location: Path) -> None:
+        self.virtualenv = type("V", (), {"location": str(location)})()
+        self.calls: list[tuple[str, ...]] = []
+
+    def install(self, *args: str) -> None:
+        self.calls.append(args)
+
+    def run_install(self, *args: str, **_: object) -> None:
+        self.calls.append(("run", *args))
+
+
+def test_nox_installs_torch_alone_from_the_index_the_job_names(tmp_path, monkeypatch):
+    """With VITBOOK_TORCH_INDEX, torch (the pin of requirements.txt) comes first from that
+    index without its dependencies, which requirements.txt then installs at their pins; without
+    it nothing changes; a changed index reinstalls (it is part of the stamp)."""
+    pin = noxfile.torch_pin()
+    assert f"{pin}\n" in (ROOT / "requirements.txt").read_text() and pin.startswith("torch==")
+    monkeypatch.delenv("VITBOOK_TORCH_INDEX", raising=False)
+    plain = FakeSession(tmp_path / "a")
+    (tmp_path / "a").mkdir()
+    noxfile.install(plain, npm=False)
+    assert plain.calls[0] == ("-r", "requirements.txt")
+    assert not any("--index-url" in c for c in plain.calls)
+    noxfile.install(plain, npm=False)  # stamped: installs nothing more
+    assert len(plain.calls) == 2
+    monkeypatch.setenv("VITBOOK_TORCH_INDEX", CPU_INDEX)
+    noxfile.install(plain, npm=False)
+    assert plain.calls[2] == ("--no-deps", "--index-url", CPU_INDEX, pin)
+    assert plain.calls[3] == ("-r", "requirements.txt")
+
+
+def test_pip_and_nox_are_cached_in_the_check_job_only() -> None:
+    """The check job restores pip's downloads (keyed by requirements.txt) and nox's
+    environments (keyed by requirements.txt, pyproject.toml and the interpreter); no job that
+    builds what is published restores a cache that a pull request could have written."""
+    check = load(PAGES)["jobs"]["check"]
+    py = next(s for s in check["steps"] if s.get("uses", "").startswith("actions/setup-python@"))
+    assert py["with"]["cache"] == "pip" and py["with"]["cache-dependency-path"] == (
+        "requirements.txt"
+    )
+    cache = next(s for s in check["steps"] if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"]["path"] == ".nox"
+    key = cache["with"]["key"]
+    assert "hashFiles('requirements.txt', 'pyproject.toml')" in key
+    assert f"steps.{py['id']}.outputs.python-version" in key
+    for path in workflows():
+        for name, job in load(path)["jobs"].items():
+            if (path, name) == (PAGES, "check"):
+                continue
+            for step in job.get("steps", []):
+                uses = step.get("uses", "")
+                assert not uses.startswith("actions/cache@"), f"{path.name}:{name} caches"
+                if uses.startswith(("actions/setup-python@", "actions/setup-node@")):
+                    args = step.get("with") or {}
+                    assert "cache" not in args, f"{path.name}:{name}: {uses} caches"
+
+
+def test_every_pull_request_gets_its_site_and_pdf_as_an_artifact_linked_from_the_summary():
+    """The check job (contents: read) uploads site/, which `nox -s check -- site` builds with
+    its PDF, and writes the artifact's address into the run's summary, through env (no
+    expression inside a script)."""
+    wf = load(PAGES)
+    check = wf["jobs"]["check"]
+    assert check["permissions"] == {"contents": "read"} and "pull_request" in wf["on"]
+    steps = check["steps"]
+    up = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert up["with"]["path"].rstrip("/") == "site" and up["with"]["if-no-files-found"] == "error"
+    link = next(s for s in steps if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    (var,) = [k for k, v in link["env"].items() if "outputs.artifact-url" in v]
+    assert link["env"][var] == f"${{{{ steps.{up['id']}.outputs.artifact-url }}}}"
+    assert f"${var}" in link["run"]
+    site = next(s for s in steps if s.get("run", "").strip() == "nox -s check -- site")
+    assert steps.index(site) < steps.index(up) < steps.index(link)
+    source = (ROOT / "noxfile.py").read_text()
+    assert '"vitbook.site.pdf", "site"' in source.split("def check(")[1].split("def rehearse(")[0]
+    for path in workflows():
+        for job in load(path)["jobs"].values():
+            for step in job.get("steps", []):
+                assert "${{" not in step.get("run", ""), f"{path.name}: an expression in run:"
+
+
+@pytest.mark.parametrize("path", workflows(), ids=lambda p: p.name)
+def test_every_job_says_its_expected_time_on_a_runner(path: Path) -> None:
+    found = runner.job_estimates(path)
+    assert set(found) == set(load(path)["jobs"])
+    assert [j for j, v in found.items() if v is None] == [], f"{path.name}: jobs without"
+
+
+def test_the_check_job_is_rehearsed_and_takes_at_most_ten_minutes() -> None:
+    """.ci/rehearsal.json (`nox -s rehearse`) timed the check job's steps as ci.yml has them now
+    (same names, same order), and the job's comment is at least the computing it measured
+    (vitbook.site.runner.estimate_minutes), and at most 10 min.
+    (Skipped only inside a rehearsal: the record it checks is the one that run is writing.)"""
+    if os.environ.get("VITBOOK_REHEARSAL"):
+        pytest.skip("inside `nox -s rehearse`, which writes the record this test reads")
+    record = runner.rehearsal(ROOT)
+    check = load(PAGES)["jobs"]["check"]
+    assert record["workflow"] == ".github/workflows/ci.yml" and record["job"] == "check"
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rehearse", ROOT / ".ci" / "rehearse.py")
+    rehearse = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rehearse)
+    assert [s["name"] for s in record["steps"]] == [rehearse.step_name(s) for s in check["steps"]]
+    assert record["ok"] and all(s["ok"] for s in record["steps"])
+    minutes = runner.job_estimates(PAGES)["check"]
+    assert runner.estimate_minutes(record) <= minutes <= 10, (record, minutes)
+    assert all("cpu_seconds" in s for s in record["steps"]) and record["cpu_seconds"] > 0
+
+
+def test_a_jobs_estimate_is_read_from_the_comment_above_it(tmp_path):
+    wf = tmp_path / "w.yml"
+    wf.write_text(
+        "on: push\njobs:\n  # Expected on a 2-core runner: about 7 min (why)\n  a:\n"
+        "    runs-on: x\n  # Expected on a 2-core runner: under 1 min\n  b:\n    runs-on: x\n"
+        "  c:\n    runs-on: x\n"
+    )
+    assert runner.job_estimates(wf) == {"a": 7, "b": 0, "c": None}
+
+
+def test_the_building_page_prints_the_rehearsal_and_the_estimates_from_their_files(tmp_path):
+    """docs/building.md's numbers of the runner come from .ci/rehearsal.json and the jobs'
+    comments (vitbook.site.macros.runner_summary, runner_tables), not from the page."""
+    from vitbook.site import macros
+
+    (tmp_path / ".ci").mkdir()
+    shutil.copytree(WORKFLOWS, tmp_path / ".github" / "workflows")
+    assert macros.runner_summary(tmp_path)._facts == {}  # no rehearsal: the page cannot print
+    record = {"commit": "f" * 40, "date": "2026-12-07", "cpus": 2, "load_after": 3.0,
+              "seconds": 600.0, "cpu_seconds": 240.0,
+              "steps": [{"name": "Quick tier", "kind": "run", "seconds": 500.0,
+                         "cpu_seconds": 200.0, "ok": True},
+                        {"name": "actions/checkout", "kind": "uses", "seconds": 100.0,
+                         "cpu_seconds": 40.0, "ok": True}]}  # fmt: skip
+    (tmp_path / ".ci" / "rehearsal.json").write_text(json.dumps(record))
+    facts = macros.runner_summary(tmp_path)
+    assert facts["wall_min"].text == "10" and facts["cpu_min"].text == "4.0"
+    assert facts["compute_min"].text == "4.0" and facts["commit"].text == "fffffff"
+    assert facts["check_min"].text == str(runner.job_estimates(PAGES)["check"])
+    steps, jobs = macros.runner_tables(tmp_path)
+    assert "| Quick tier | 500 | 200 |" in steps and "`actions/checkout` (a stand-in here)" in steps
+    assert "| `ci.yml` | `check` | about" in jobs and "| `verify.yml` | `runs` | about" in jobs

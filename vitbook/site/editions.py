@@ -42,6 +42,10 @@ TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)$")
 LATEST = "latest"
 #: the line of each notebook's install cell that names its edition (``prepare`` writes it)
 EDITION_LINE = re.compile(r"^EDITION = (None|\"\d+\.\d+\.\d+\")[^\n]*$", re.M)
+#: the line that names the commit a published copy was built from (the site's build writes it)
+COMMIT_LINE = re.compile(r"^COMMIT = (None|\"[0-9a-f]{40}\")[^\n]*$", re.M)
+#: PyPI's Linux torch is the CUDA build; the book's numbers come from the CPU build, here
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 class EditionError(RuntimeError):
@@ -258,6 +262,104 @@ def set_notebook_edition(text: str, version: str | None) -> str:
 def wheel_url(repo: str, version: str) -> str:
     """The wheel a release attaches, which an edition's notebooks install."""
     return f"{repo}/releases/download/v{version}/vitbook-{version}-py3-none-any.whl"
+
+
+def notebook_commit(text: str) -> str | None:
+    """The commit a published copy of a notebook installs the package from (None: the
+    repository's own copy, which cannot name the commit it is part of)."""
+    m = COMMIT_LINE.search(text)
+    if not m:
+        raise ValueError("the notebook has no `COMMIT = ...` line in its install cell")
+    return None if m.group(1) == "None" else m.group(1).strip('"')
+
+
+def set_notebook_commit(text: str, commit: str | None) -> str:
+    value = "None" if not commit else f'"{commit}"'
+    return COMMIT_LINE.sub(
+        lambda m: f"COMMIT = {value}" + m.group(0)[len(f"COMMIT = {m.group(1)}") :], text, 1
+    )
+
+
+#: The first code cell of every notebook (``python -m vitbook.site.notebooks`` writes it into
+#: each source; ``prepare`` sets its EDITION, the site's build its COMMIT).
+INSTALL_CELL = f"""\
+# Install the book's package unless it is installed (on Colab or a fresh machine): the edition
+# this notebook belongs to, or else the commit the book's site built this copy from. A torch
+# that is already installed is kept; where there is none, torch 2.13.0's CPU build comes first.
+# The book's numbers were computed with that torch: with another, their last digits can differ.
+import importlib.util
+import os
+import subprocess
+import sys
+
+EDITION = None  # this notebook's edition, written when one is released; None: none is yet
+COMMIT = None  # the commit of this copy, written by the site's build
+REPO = "https://github.com/vitbook/vitbook"
+if importlib.util.find_spec("vitbook") is None:
+    SOURCE = os.environ.get("VITBOOK_SOURCE")  # another copy of the repository: git+URL
+    if EDITION is not None and SOURCE is None:
+        WHEEL = f"{{REPO}}/releases/download/v{{EDITION}}/vitbook-{{EDITION}}-py3-none-any.whl"
+        PACKAGE = f"vitbook @ {{WHEEL}}"
+    elif EDITION is not None or COMMIT is not None:
+        REF = f"v{{EDITION}}" if EDITION is not None else COMMIT
+        PACKAGE = f"vitbook @ {{SOURCE or 'git+' + REPO}}@{{REF}}"
+    else:
+        raise RuntimeError(
+            "This copy names no edition and no commit of the book: download the notebook from "
+            f"its page of the book (or open it in Colab from there), or git clone {{REPO}}, "
+            "then pip install -e ./vitbook"
+        )
+    PIP = [sys.executable, "-m", "pip", "install", "-q"]
+    if importlib.util.find_spec("torch") is None:
+        INDEX = os.environ.get("VITBOOK_TORCH_INDEX", "{TORCH_CPU_INDEX}")
+        subprocess.run([*PIP, "torch==2.13.0", *(["--index-url", INDEX] if INDEX else [])],
+                       check=True)
+    subprocess.run([*PIP, PACKAGE], check=True)
+"""
+
+
+def install_cell(edition: str | None = None, commit: str | None = None) -> str:
+    """The install cell naming ``edition`` and ``commit``."""
+    return set_notebook_commit(set_notebook_edition(INSTALL_CELL, edition), commit)
+
+
+def first_code_cell(text: str) -> tuple[int, int]:
+    """Where the install cell's code is in a jupytext percent script: (start, end) offsets of
+    the text between the first bare ``# %%`` line and the next cell marker."""
+    m = re.search(r"(?m)^# %%\n", text)
+    if not m:
+        raise ValueError("no code cell")
+    nxt = re.compile(r"(?m)^# %%").search(text, m.end())
+    end = nxt.start() if nxt else len(text)
+    return m.end(), end
+
+
+def with_install_cell(text: str) -> str:
+    """``text`` (a notebook's percent script) with its install cell as INSTALL_CELL has it,
+    keeping the EDITION it names (and its COMMIT)."""
+    start, end = first_code_cell(text)
+    cell = text[start:end]
+    edition, commit = notebook_edition(cell), _commit_or_none(cell)
+    return text[:start] + install_cell(edition, commit) + "\n" + text[end:]
+
+
+def _commit_or_none(cell: str) -> str | None:
+    try:
+        return notebook_commit(cell)
+    except ValueError:
+        return None
+
+
+def colab_blob(ed: Edition | dict[str, Any], src_path: str) -> str:
+    """Where "Open in Colab" opens a notebook page's ``.ipynb``, after ``blob/`` on GitHub: an
+    edition's twin at its tag (its cell names the edition); the latest text's published copy in
+    the ``gh-pages`` branch, whose cell names the commit it was built from (the twin on
+    ``main`` cannot name its own commit). ``src_path``: the page's source, ``notebooks/x.py``."""
+    d = ed.as_dict() if isinstance(ed, Edition) else ed
+    stem = src_path.removesuffix(".py")
+    if d.get("edition"):
+        return f"{d['ref']}/docs/{stem}.ipynb"
+    return f"gh-pages/{d.get('path') or LATEST}/{stem}/{stem.rsplit('/', 1)[-1]}.ipynb"
 
 
 # --- what changed between two editions -------------------------------------------------------
@@ -518,6 +620,13 @@ def build_dist(root: Path, dist: Path) -> list[Path]:
         return _build(Path(tmp), dist)
 
 
+def dist_size(path: Path) -> str:
+    """What the release build prints of a file it attaches: its kind, name and size."""
+    kind = {".whl": "wheel", ".gz": "sdist"}.get(path.suffix, "file")
+    size = path.stat().st_size
+    return f"{kind} {path.name}: {size / 1e6:.2f} MB ({size:,} bytes)"
+
+
 def _build(src: Path, dist: Path) -> list[Path]:
     code = (
         "import sys; from setuptools import build_meta as b; d = sys.argv[1]; "
@@ -558,7 +667,8 @@ def release(root: Path, version: str, dist: Path, *, branch: str = "gh-pages") -
     ed = deploy(root, version, branch=branch, pdf=True, site_dir=site)
     if ed.edition:
         dist.mkdir(parents=True, exist_ok=True)
-        build_dist(Path(root), dist)
+        for path in build_dist(Path(root), dist):
+            print(dist_size(path), flush=True)
         for pdf in sorted((site / "pdf").glob("*.pdf")):
             shutil.copyfile(pdf, dist / pdf.name)
         shutil.copyfile(site / "CITATION.cff", dist / "CITATION.cff")

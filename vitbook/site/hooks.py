@@ -51,6 +51,13 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def on_env(env: Any, config: Any, files: Any) -> Any:
+    """``{{ page.file.src_path | colab_blob }}`` in ``overrides/main.html``: where the Colab
+    button opens a notebook (:func:`vitbook.site.editions.colab_blob`)."""
+    env.filters["colab_blob"] = lambda src: editions.colab_blob(config["extra"]["edition"], src)
+    return env
+
+
 def package_key(package: Path) -> str:
     """A hash of every source file of the package and of the environment's library versions.
 

@@ -384,6 +384,54 @@ def frozen_summary(folder: Path) -> Chapter:
     return Chapter("frozen", facts)
 
 
+def runner_summary(root: Path) -> Chapter:
+    """What ``docs/building.md`` says of the workflows on a runner, read from the rehearsal of
+    the check job (``.ci/rehearsal.json``) and the jobs' comments (:mod:`vitbook.site.runner`);
+    empty (so a page that prints from it fails) in a project without a rehearsal."""
+    from vitbook.site import runner
+
+    try:
+        record = runner.rehearsal(root)
+    except (OSError, ValueError):
+        return Chapter("runner", {})
+    check = runner.job_estimates(Path(root) / ".github" / "workflows" / "ci.yml")["check"]
+    cpu = record.get("cpu_seconds")
+    compute = runner.estimate_minutes(record)
+    values = {
+        "wall_min": (record["seconds"] / 60, f"{record['seconds'] / 60:.0f}"),
+        "cpu_min": (cpu or 0.0, f"{cpu / 60:.1f}" if cpu is not None else "(not measured)"),
+        "compute_min": (compute, f"{compute:.1f}"),
+        "load": (record["load_after"], f"{record['load_after']:.0f}"),
+        "cpus": (record["cpus"], f"{record['cpus']}"),
+        "commit": (0, record["commit"][:7]),
+        "date": (0, record["date"]),
+        "check_min": (check, f"{check}"),
+    }
+    return Chapter("runner", {k: {"value": v, "text": t} for k, (v, t) in values.items()})
+
+
+def runner_tables(root: Path) -> tuple[str, str]:
+    """Markdown tables: the check job's rehearsed steps with their seconds, and every job of
+    every workflow with its expected time on a runner."""
+    from vitbook.site import runner
+
+    try:
+        steps = runner.rehearsal(root)["steps"]
+    except (OSError, ValueError):
+        steps = []  # the page prints no steps then (and says so); the jobs' table still
+    rows = ["| Step of `check` | Here: wall s | Here: CPU s |", "|---|--:|--:|"]
+    for st in steps:
+        name = st["name"] if st["kind"] == "run" else f"`{st['name']}` (a stand-in here)"
+        cpu = st.get("cpu_seconds")
+        rows.append(f"| {name} | {st['seconds']:.0f} | {'—' if cpu is None else f'{cpu:.0f}'} |")
+    jobs = ["| Workflow | Job | Expected on a 2-core runner |", "|---|---|---|"]
+    for path in sorted((Path(root) / ".github" / "workflows").glob("*.yml")):
+        for job, minutes in runner.job_estimates(path).items():
+            when = "under 1 min" if minutes == 0 else f"about {minutes} min"
+            jobs.append(f"| `{path.name}` | `{job}` | {when} |")
+    return "\n".join(rows), "\n".join(jobs)
+
+
 def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads best here
     """Called by mkdocs-macros: register the book's variables, macros and filters."""
     conf = env.conf
@@ -392,6 +440,21 @@ def define_env(env: Any) -> None:  # noqa: C901 - one closure per macro reads be
     env.variables.update(load_facts(facts_path, linked=links_numbers(conf)))
     env.variables["frozen"] = frozen_summary(Path(env.project_dir) / "frozen")
     course.define(env, Chapter)  # the syllabus's compute, deck and assignment links
+    env.variables["runner"] = runner_summary(Path(env.project_dir))
+    # False before the first `nox -s rehearse` (tests/test_workflows.py fails then): the page
+    # says that no rehearsal is recorded instead of failing the build
+    env.variables["runner_recorded"] = (Path(env.project_dir) / ".ci" / "rehearsal.json").is_file()
+
+    @env.macro
+    def runner_steps() -> str:
+        """The check job's steps as rehearsed here (docs/building.md)."""
+        return runner_tables(Path(env.project_dir))[0]
+
+    @env.macro
+    def runner_jobs() -> str:
+        """Every workflow job's expected time on a runner (docs/building.md)."""
+        return runner_tables(Path(env.project_dir))[1]
+
     extra = conf.get("extra", {})
     ed = editions.current(Path(env.project_dir), conf)
     version = ed.edition or ed.version
@@ -1000,13 +1063,15 @@ def notebook_sources(nav: Any) -> list[str]:
 
 def on_post_build(env: Any) -> None:
     """Called by mkdocs-macros after the build: write each notebook page's ``.ipynb`` next to
-    the page, for the download button of ``overrides/main.html`` (the reader runs it, so it is
-    written without outputs; the page shows them)."""
-    import jupytext
+    the page, for the download button of ``overrides/main.html`` and the latest text's Colab
+    button (the reader runs it, so it is written without outputs; the page shows them). Its
+    install cell names the commit this site is built from (``notebooks.site_copy``)."""
+    from vitbook.site import notebooks
 
     conf = env.conf
+    commit = ((conf.get("extra") or {}).get("edition") or {}).get("commit") or ""
     for src in notebook_sources(conf.get("nav")):
         stem = Path(src).with_suffix("")  # notebooks/ch02-patches: the page's folder
         out = Path(conf["site_dir"]) / stem / f"{stem.name}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
-        jupytext.write(jupytext.read(Path(conf["docs_dir"]) / src), out)
+        out.write_text(notebooks.site_copy(Path(conf["docs_dir"]) / src, commit), encoding="utf-8")
