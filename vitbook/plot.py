@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 #: This module only draws: computations never call it, so the engine leaves it out of their
 #: keys (editing the house style redraws every figure and recomputes nothing). Keep it so.
@@ -342,3 +343,11 @@ def label_line(ax: Axes, x: float, y: float, text: str, color: str, **kwargs: An
     return ax.annotate(
         text, (x, y), xytext=(4, 0), textcoords="offset points", color=color, **kwargs
     )
+
+
+def log_x(ax: Axes, ticks: Sequence[float]) -> None:
+    """A log-scale x axis whose ticks are ``ticks``, written plainly (0.001, not 10⁻³)."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{t:g}" for t in ticks])

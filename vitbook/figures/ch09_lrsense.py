@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from vitbook import plot, runs
 from vitbook.engine import figure
@@ -46,14 +45,6 @@ def band(means: dict[float, float], points: float) -> list[float]:
 def width(rates: list[float]) -> float:
     """The span of ``rates`` in decades: log10(largest / smallest)."""
     return math.log10(max(rates) / min(rates))
-
-
-def _log_x(ax, ticks) -> None:
-    """A log-scale x axis with the given ticks, written plainly (0.001, not 10⁻³)."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{t:g}" for t in ticks])
 
 
 @figure(chapter=9, id="lr-sense", size=(7.2, 5.2), trained=True, phone_size=11.0)
@@ -162,7 +153,7 @@ def draw_lr_sense(d, v):
                     mfc="none", alpha=0.8)  # fmt: skip
         means = [100 * np.mean(d["final"][m][lr]) for lr in RATES]
         a1.plot(np.array(RATES) * shift, means, color=c[COLOURS[m]], lw=2, label=name)
-    _log_x(a1, RATES)
+    plot.log_x(a1, RATES)
     a1.legend(loc="lower center", fontsize=7)
     a1.set(xlabel="Adam learning rate (constant; log)", ylabel="validation accuracy (%)",
            ylim=(0, 102), title=f"After {d['steps'][-1]} steps (circles: seeds)")  # fmt: skip

@@ -345,14 +345,6 @@ def _(d, v):
     return fig
 
 
-def _log_x(ax, ticks) -> None:
-    """A log-scale x axis whose ticks are the given values, written plainly (0.001, not 10⁻³)."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([f"{t:g}" for t in ticks])
-
-
 @figure(chapter=9, id="lr-sweep", size=(7.2, 3.1), trained=True, phone_size=9.6)
 def lr_sweep(rec):
     """Left: final test accuracy against a constant Adam learning rate for the small CNN
@@ -469,7 +461,7 @@ def _(d, v):
         for i in range(per.shape[1]):
             a1.plot(x, per[:, i], "o", color=cols[m], ms=3.5, mfc="none", alpha=0.8)
         a1.plot(x, per.mean(1), color=cols[m], lw=2, label=name)
-    _log_x(a1, LRS)
+    plot.log_x(a1, LRS)
     a1.legend(loc="lower left", fontsize=7)
     a1.set(xlabel="Adam learning rate (constant; log)", ylabel="test accuracy (%)",
            ylim=(0, 102), title="Sweep (circles: seeds)")  # fmt: skip
